@@ -14,7 +14,8 @@
     │   └── StoreUnavailable        the backend cannot be reached or refused the credentials
     ├── WorkflowNotFound            no workflow has the given id
     ├── IdConflict                  an id is already used by a different definition
-    └── TaskError                   a task could not run or reported something invalid
+    ├── TaskError                   a task could not run or reported something invalid
+    └── BadMessage                  a queue message is malformed (dead-lettered, never retried)
 
 Messages say what went wrong, where, and how to fix it.
 """
@@ -121,3 +122,7 @@ class IdConflict(DagqError):
 
 class TaskError(DagqError):
     """Raised when a task cannot run or reports something invalid (e.g. a non-JSON output)."""
+
+
+class BadMessage(DagqError):
+    """Raised when a queue message cannot be decoded into a dagq message."""
