@@ -1,0 +1,3 @@
+"""Project-wide pytest plugins."""
+
+pytest_plugins = ["tests.fixtures.azurite"]
