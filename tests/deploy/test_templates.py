@@ -246,6 +246,12 @@ def test_dockerfile_runtime_stage(path: Path) -> None:
     assert not any(op == "COPY" and "--from" not in a for op, a in final), "source in runtime"
 
 
+def test_cpu_dockerfile_stages_share_one_pinned_slim_python_base() -> None:
+    stages = [a.split()[0] for op, a in _instructions(WORKERS / "Dockerfile") if op == "FROM"]
+    assert len(set(stages)) == 1, f"stages use different bases: {stages}"
+    assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", stages[0]), stages[0]
+
+
 def test_gpu_dockerfile_takes_the_cuda_base_as_a_build_argument() -> None:
     ins = _instructions(WORKERS / "Dockerfile.gpu")
     assert ins[0][0] == "ARG"
