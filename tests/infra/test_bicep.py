@@ -1,0 +1,380 @@
+"""Checks of the Bicep deployment in infra/: syntax, policy scan and security properties.
+
+No Bicep compiler runs here, so every `.bicep` file is parsed with pycep-parser, scanned
+with checkov (bicep framework, no network) and then inspected; bicep_eval resolves the
+parameter-dependent parts (app settings, queue names) for both values of `useServiceBus`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bicep_eval import Evaluator, Sym, Templates, body_of, parse, path_of
+
+ROOT = Path(__file__).resolve().parents[2]
+INFRA = ROOT / "infra"
+BICEP_FILES = sorted(INFRA.rglob("*.bicep"))
+
+# Management roles that must never be granted (Owner, Contributor, User Access
+# Administrator, Storage Account Contributor: the last one can list account keys).
+FORBIDDEN_ROLES = {
+    "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
+    "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
+    "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9": "User Access Administrator",
+    "17d1049b-9a84-46fb-8f53-869881c3d3ab": "Storage Account Contributor",
+}
+BLOB_OWNER = "b7e6dc6d-f1e8-4753-8033-0f276bb0955b"
+BLOB_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+QUEUE_CONTRIBUTOR = "974c5e8b-45b9-4653-ba55-5f855dd0fb88"
+TABLE_CONTRIBUTOR = "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3"
+SB_SENDER = "69a216fc-b8fb-44d8-bc22-1f3c2552ae39"
+SB_RECEIVER = "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0"
+METRICS_PUBLISHER = "3913510d-42f4-4e42-8a64-420c390055eb"
+
+# Text that would put a secret into a template: key listings, connection strings, SAS.
+SECRET_PATTERNS = re.compile(
+    r"listKeys|listConnectionStrings|listAccountSas|listServiceSas|AccountKey|"
+    r"SharedAccessKey|SharedAccessSignature|DefaultEndpointsProtocol|primaryKey|"
+    r"secondaryKey|WEBSITE_CONTENTAZUREFILECONNECTIONSTRING",
+    re.IGNORECASE,
+)
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def templates() -> Templates:
+    """Every template parsed once, keyed by its path relative to infra/."""
+    return {str(p.relative_to(INFRA)): parse(p.read_text()) for p in BICEP_FILES}
+
+
+def _resource(templates: Templates, file: str, name: str) -> dict[str, Any]:
+    body: dict[str, Any] = body_of(templates[file]["resources"][name]["config"])
+    return body
+
+
+@pytest.fixture(scope="module")
+def checkov_report() -> dict[str, Any]:
+    """One checkov run over infra/ (bicep framework, offline) for the whole module."""
+    exe = shutil.which("checkov", path=str(Path(sys.executable).parent)) or shutil.which("checkov")
+    if exe is None:
+        pytest.fail("checkov is not installed: run `.venv/bin/pip install checkov`")
+    cmd = [exe, "--skip-download", "--framework", "bicep", "-d", str(INFRA), "-o", "json"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    try:
+        report = json.loads(run.stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"checkov printed no JSON (exit {run.returncode}): {run.stderr[-2000:]}")
+    result: dict[str, Any] = report[0] if isinstance(report, list) else report
+    return result
+
+
+# ---------------------------------------------------------------- syntax and policy
+
+
+def test_infra_has_the_expected_templates() -> None:
+    names = {str(p.relative_to(INFRA)) for p in BICEP_FILES}
+    assert {
+        "main.bicep",
+        "modules/storage.bicep",
+        "modules/servicebus.bicep",
+        "modules/functionapp.bicep",
+        "modules/role-assignments.bicep",
+    } <= names
+
+
+@pytest.mark.parametrize("path", BICEP_FILES, ids=lambda p: str(p.relative_to(INFRA)))
+def test_every_bicep_file_parses(path: Path) -> None:
+    try:
+        parse(path.read_text())
+    except Exception as exc:  # pycep raises lark errors of several classes
+        pytest.fail(f"{path.relative_to(ROOT)} does not parse: {exc}")
+
+
+def test_checkov_passes_without_parsing_errors(checkov_report: dict[str, Any]) -> None:
+    summary = checkov_report["summary"]
+    failed = [
+        f"{r['check_id']} {r['file_path']} {r['resource']}: {r['check_name']}"
+        for r in checkov_report["results"]["failed_checks"]
+    ]
+    assert summary["parsing_errors"] == 0, checkov_report["results"]["parsing_errors"]
+    assert summary["failed"] == 0, "\n".join(failed)
+    assert summary["passed"] >= 10, f"checkov scanned almost nothing: {summary}"
+
+
+def test_checkov_skips_are_inline_justified_and_used(checkov_report: dict[str, Any]) -> None:
+    comments: set[tuple[str, str]] = set()
+    for path in BICEP_FILES:
+        for match in re.finditer(r"//\s*checkov:skip=([A-Z0-9_]+)(?::(.*))?", path.read_text()):
+            reason = (match.group(2) or "").strip()
+            assert len(reason) >= 20, f"{path.name}: skip {match.group(1)} needs a reason"
+            comments.add(("/" + str(path.relative_to(INFRA)), match.group(1)))
+    skipped = {(r["file_path"], r["check_id"]) for r in checkov_report["results"]["skipped_checks"]}
+    assert skipped == comments, f"unused skips: {comments - skipped}; other: {skipped - comments}"
+
+
+# ---------------------------------------------------------------- storage
+
+
+def test_storage_account_is_identity_only_and_encrypted_in_transit(templates: Templates) -> None:
+    props = _resource(templates, "modules/storage.bicep", "account")["properties"]
+    assert props["allowSharedKeyAccess"] is False
+    assert props["defaultToOAuthAuthentication"] is True
+    assert props["minimumTlsVersion"] == "TLS1_2"
+    assert props["supportsHttpsTrafficOnly"] is True
+    assert props["allowBlobPublicAccess"] is False
+
+
+@pytest.mark.parametrize("use_service_bus", [True, False])
+def test_storage_names_follow_the_store_layout(templates: Templates, use_service_bus: bool) -> None:
+    template = templates["modules/storage.bicep"]
+    ev = Evaluator(
+        template,
+        {
+            "storePrefix": "my-run",
+            "useServiceBus": use_service_bus,
+            "hardwareClasses": ["cpu", "gpu"],
+            "packageContainerName": "pkg",
+        },
+    )
+    names = {
+        res: [body["name"] for body in ev(template["resources"][res]["config"])]
+        for res in ("containers", "tables", "queues")
+    }
+    assert names["containers"] == ["my-run-state", "my-run-outputs", "pkg"]
+    assert names["tables"] == ["myrunindex", "myrunrecords"]
+    storage_queues = ["my-run-completions", "my-run-deadletter", "my-run-q-cpu", "my-run-q-gpu"]
+    assert names["queues"] == ([] if use_service_bus else storage_queues)
+    for container in ev(template["resources"]["containers"]["config"]):
+        assert container["properties"]["publicAccess"] == "None"
+
+
+# ---------------------------------------------------------------- service bus
+
+
+def test_service_bus_accepts_entra_id_only(templates: Templates) -> None:
+    props = _resource(templates, "modules/servicebus.bicep", "namespace")["properties"]
+    assert props["disableLocalAuth"] is True
+    assert props["minimumTlsVersion"] == "1.2"
+
+
+def test_service_bus_queues_have_sessions_and_duplicate_detection(templates: Templates) -> None:
+    template = templates["modules/servicebus.bicep"]
+    ev = Evaluator(
+        template,
+        {"storePrefix": "dagq", "hardwareClasses": ["cpu", "gpu"], "lockDurationSeconds": 90},
+    )
+    completions = ev(template["resources"]["completions"]["config"])
+    tasks = ev(template["resources"]["taskQueues"]["config"])
+    assert completions["name"] == "dagq-completions"
+    assert completions["properties"]["requiresSession"] is True
+    assert [q["name"] for q in tasks] == ["dagq-q-cpu", "dagq-q-gpu"]
+    for queue in [completions, *tasks]:
+        assert queue["properties"]["requiresDuplicateDetection"] is True
+        assert queue["properties"]["maxDeliveryCount"] == Sym("maxDeliveryCount")
+        assert queue["properties"]["lockDuration"] == "PT90S"
+
+
+# ---------------------------------------------------------------- function app
+
+
+def _settings(templates: Templates, use_service_bus: bool) -> dict[str, Any]:
+    template = templates["modules/functionapp.bicep"]
+    ev = Evaluator(
+        template,
+        {
+            "useServiceBus": use_service_bus,
+            "storageAccountName": "stdagq",
+            "storePrefix": "dagq",
+            "serviceBusNamespaceName": "sb-dagq",
+        },
+    )
+    site = ev(template["resources"]["site"]["config"])
+    pairs = site["properties"]["siteConfig"]["appSettings"]
+    names = [p["name"] for p in pairs]
+    assert len(names) == len(set(names)), f"duplicate app settings: {names}"
+    return {p["name"]: p["value"] for p in pairs}
+
+
+def test_function_app_is_https_only_with_modern_tls(templates: Templates) -> None:
+    site = _resource(templates, "modules/functionapp.bicep", "site")
+    assert site["properties"]["httpsOnly"] is True
+    assert site["properties"]["siteConfig"]["minTlsVersion"] == "1.2"
+    assert site["properties"]["siteConfig"]["ftpsState"] == "Disabled"
+    assert site["identity"]["type"] == "UserAssigned"
+    assert site["properties"]["functionAppConfig"]["runtime"] == {
+        "name": "python",
+        "version": "3.11",
+    }
+    for policy in ("ftpPolicy", "scmPolicy"):
+        assert _resource(templates, "modules/functionapp.bicep", policy)["properties"] == {
+            "allow": False
+        }
+
+
+def test_coordinator_is_limited_to_one_instance_by_default(templates: Templates) -> None:
+    site = _resource(templates, "modules/functionapp.bicep", "site")
+    scale = site["properties"]["functionAppConfig"]["scaleAndConcurrency"]
+    assert scale["maximumInstanceCount"] == "maximumInstanceCount"
+    assert "alwaysReady" not in scale, "always-ready instances come on top of the maximum"
+    assert templates["main.bicep"]["parameters"]["maximumInstanceCount"]["default"] == 1
+    plan = _resource(templates, "modules/functionapp.bicep", "plan")
+    assert plan["sku"] == {"tier": "FlexConsumption", "name": "FC1"}
+
+
+@pytest.mark.parametrize("use_service_bus", [True, False])
+def test_app_settings_are_identity_based_without_secrets(
+    templates: Templates, use_service_bus: bool
+) -> None:
+    settings = _settings(templates, use_service_bus)
+    assert settings["AzureWebJobsStorage__accountName"] == "stdagq"
+    assert settings["AzureWebJobsStorage__credential"] == "managedidentity"
+    assert settings["AZURE_CLIENT_ID"] == Sym("identityClientId")
+    assert settings["DAGQ_STORE"] == "azure://stdagq/dagq"
+    assert "AzureWebJobsStorage" not in settings, "a plain AzureWebJobsStorage is a key"
+    for name, value in settings.items():
+        assert not SECRET_PATTERNS.search(f"{name}={value}"), f"{name} looks like a secret"
+        if re.search(r"connection_?string", name, re.IGNORECASE):
+            # Telemetry routing only; ingestion needs the Entra ID token (local auth off).
+            assert name == "APPLICATIONINSIGHTS_CONNECTION_STRING", name
+            assert value == Sym("appInsights.properties.ConnectionString")
+    assert settings["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"].endswith("Authorization=AAD")
+
+
+def test_service_bus_switch_selects_the_coordinator_trigger(templates: Templates) -> None:
+    with_sb, without_sb = _settings(templates, True), _settings(templates, False)
+    assert with_sb["DAGQ_COORDINATOR_TRIGGER"] == "servicebus"
+    assert with_sb["DAGQ_QUEUES"] == "sb://sb-dagq"
+    assert with_sb["ServiceBusConnection__fullyQualifiedNamespace"] == Sym(
+        "serviceBusFullyQualifiedNamespace"
+    )
+    assert with_sb["ServiceBusConnection__credential"] == "managedidentity"
+    assert without_sb["DAGQ_COORDINATOR_TRIGGER"] == "storage_queue"
+    assert not [n for n in without_sb if n == "DAGQ_QUEUES" or n.startswith("ServiceBus")]
+
+
+def test_service_bus_switch_removes_the_namespace(templates: Templates) -> None:
+    modules = templates["main.bicep"]["modules"]
+    assert modules["serviceBus"]["config"]["condition"] == "useServiceBus"
+    main_text = (INFRA / "main.bicep").read_text()
+    for name, module in modules.items():
+        uses_namespace = "serviceBusNamespaceName" in json.dumps(
+            module["config"]["config"] if "condition" in module["config"] else module["config"]
+        )
+        if uses_namespace and module["config"].get("condition") != "useServiceBus":
+            # Only as a guarded value: useServiceBus ? ... : ''
+            assert name == "functionApp", f"module {name} uses Service Bus without the switch"
+    assert "serviceBusNamespaceName: useServiceBus ? serviceBusNamespaceName : ''" in main_text
+
+
+# ---------------------------------------------------------------- roles
+
+
+def _grants(templates: Templates) -> dict[tuple[str, str], set[str]]:
+    """(identity, scope kind) -> role ids, from main.bicep's role-assignment modules."""
+    main = templates["main.bicep"]
+    roles = main["variables"]["roles"]["value"]
+    grants: dict[tuple[str, str], set[str]] = {}
+    for module in main["modules"].values():
+        if module["detail"]["path"] != "modules/role-assignments.bicep":
+            continue
+        params = body_of(module["config"])["params"]
+        principal = path_of(params["principalId"])
+        assert principal and principal[0] == "identities", params["principalId"]
+        role_names = [path_of(r) or [] for r in params["roleDefinitionIds"]]
+        role_ids = {roles[name[-1]] for name in role_names if name[:1] == ["roles"]}
+        assert len(role_ids) == len(role_names), f"roles not from the roles variable: {params}"
+        key = (principal[-1], params["scopeKind"])
+        grants[key] = grants.get(key, set()) | role_ids
+    return grants
+
+
+def test_each_identity_gets_exactly_the_data_roles_it_needs(templates: Templates) -> None:
+    assert _grants(templates) == {
+        ("FUNCTION_IDENTITY_PRINCIPAL_ID", "storage"): {
+            BLOB_OWNER,
+            QUEUE_CONTRIBUTOR,
+            TABLE_CONTRIBUTOR,
+        },
+        ("FUNCTION_IDENTITY_PRINCIPAL_ID", "servicebus"): {SB_SENDER, SB_RECEIVER},
+        ("FUNCTION_IDENTITY_PRINCIPAL_ID", "appinsights"): {METRICS_PUBLISHER},
+        ("WORKER_IDENTITY_PRINCIPAL_ID", "storage"): {
+            BLOB_CONTRIBUTOR,
+            QUEUE_CONTRIBUTOR,
+            TABLE_CONTRIBUTOR,
+        },
+        ("WORKER_IDENTITY_PRINCIPAL_ID", "servicebus"): {SB_SENDER, SB_RECEIVER},
+    }
+
+
+def test_no_template_mentions_a_management_role() -> None:
+    for path in BICEP_FILES:
+        text = path.read_text().lower()
+        for role_id, role in FORBIDDEN_ROLES.items():
+            assert role_id not in text, f"{path.name} grants {role}"
+
+
+def test_role_assignments_have_guid_names_and_service_principals(templates: Templates) -> None:
+    found = 0
+    for file, template in templates.items():
+        for name, res in template.get("resources", {}).items():
+            if res["type"] != "Microsoft.Authorization/roleAssignments":
+                continue
+            found += 1
+            body = body_of(res["config"])
+            assert body["name"]["function"]["type"] == "guid", f"{file}:{name}"
+            assert body["properties"]["principalType"] == "ServicePrincipal", f"{file}:{name}"
+            role = body["properties"]["roleDefinitionId"]["function"]
+            assert role["type"] == "subscription_resource_id", f"{file}:{name}"
+    assert found == 3
+
+
+# ---------------------------------------------------------------- outputs and parameters
+
+
+def test_outputs_are_upper_snake_and_hold_no_secrets(templates: Templates) -> None:
+    for file, template in templates.items():
+        for name, output in template.get("outputs", {}).items():
+            assert re.fullmatch(r"[A-Z][A-Z0-9_]*", name), f"{file}: output {name}"
+            text = json.dumps(output["value"])
+            assert not SECRET_PATTERNS.search(text), f"{file}: output {name} holds a secret"
+            assert "connectionstring" not in text.lower(), f"{file}: output {name}"
+    main_outputs = templates["main.bicep"]["outputs"]
+    for required in (
+        "DAGQ_STORE",
+        "DAGQ_QUEUES",
+        "WORKER_IDENTITY_CLIENT_ID",
+        "FUNCTION_APP_URL",
+        "STORAGE_ACCOUNT_NAME",
+        "SERVICEBUS_NAMESPACE",
+    ):
+        assert required in main_outputs
+
+
+def test_no_template_text_lists_keys_or_builds_connection_strings() -> None:
+    for path in BICEP_FILES:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip().startswith("//"):
+                continue
+            assert not SECRET_PATTERNS.search(line), f"{path.name}:{number}: {line.strip()}"
+
+
+def test_parameters_file_matches_main(templates: Templates) -> None:
+    data = json.loads((INFRA / "main.parameters.json").read_text())
+    assert "deploymentParameters" in data["$schema"]
+    declared = templates["main.bicep"]["parameters"]
+    for name, entry in data["parameters"].items():
+        assert name in declared, f"main.parameters.json sets unknown parameter {name}"
+        decorators = {d["type"]: d.get("argument") for d in declared[name]["decorators"]}
+        allowed = decorators.get("allowed")
+        if allowed is not None:
+            assert entry["value"] in allowed, f"{name}={entry['value']} not in {allowed}"
+    assert data["parameters"]["useServiceBus"]["value"] in (True, False)
