@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bicep_eval import Evaluator, Sym, Templates, body_of, parse, path_of
+
+from tests.infra.bicep_eval import Evaluator, Sym, Templates, body_of, parse, path_of
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"

@@ -1,0 +1,1 @@
+"""Checks of the Bicep deployment in infra/."""
