@@ -101,9 +101,10 @@ class WorkflowState:
         return self.status in TERMINAL_WORKFLOW_STATUSES
 
     def running(self) -> list[tuple[str, int]]:
-        """``(task, attempt)`` of every running task (dispatched, delayed or executing)."""
+        """``(task, attempt)`` of every running task (dispatched, delayed or executing),
+        in definition order."""
         names, att = self.graph.names, self.attempt
-        return [(names[i], att[i]) for i in self.running_set]
+        return [(names[i], att[i]) for i in sorted(self.running_set)]
 
     def task_view(self, name: str) -> TaskView:
         """A snapshot of task ``name``; raises ``KeyError`` for an unknown task."""
