@@ -139,6 +139,11 @@ var baseSettings = [
     name: 'DAGQ_COORDINATOR_TRIGGER'
     value: useServiceBus ? 'servicebus' : 'storage_queue'
   }
+  // The coordinator trigger binds to %DAGQ_COMPLETION_QUEUE%, on either transport.
+  {
+    name: 'DAGQ_COMPLETION_QUEUE'
+    value: '${storePrefix}-completions'
+  }
   {
     name: 'DAGQ_MAX_DELIVERIES'
     value: string(maxDeliveryCount)

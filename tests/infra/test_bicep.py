@@ -17,6 +17,13 @@ from typing import Any
 
 import pytest
 
+from shared.backends.azure.naming import parse_queues_url, parse_store_url
+from shared.functions import (
+    completion_queue_name,
+    coordinator_queue,
+    coordinator_sb,
+    coordinator_trigger,
+)
 from tests.infra.bicep_eval import Evaluator, Sym, Templates, body_of, parse, path_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,9 +157,19 @@ def test_storage_names_follow_the_store_layout(templates: Templates, use_service
         res: [body["name"] for body in ev(template["resources"][res]["config"])]
         for res in ("containers", "tables", "queues")
     }
-    assert names["containers"] == ["my-run-state", "my-run-outputs", "pkg"]
-    assert names["tables"] == ["myrunindex", "myrunrecords"]
-    storage_queues = ["my-run-completions", "my-run-deadletter", "my-run-q-cpu", "my-run-q-gpu"]
+    store = parse_store_url("azure://stdagq/my-run")  # the names the Azure backend uses
+    assert names["containers"] == [store.state_container, store.outputs_container, "pkg"]
+    assert (
+        names["tables"]
+        == [store.index_table, store.records_table]
+        == ["myrunindex", "myrunrecords"]
+    )
+    storage_queues = [
+        store.queue("completions"),
+        store.deadletter_queue,
+        store.queue("cpu"),
+        store.queue("gpu"),
+    ]
     assert names["queues"] == ([] if use_service_bus else storage_queues)
     for container in ev(template["resources"]["containers"]["config"]):
         assert container["properties"]["publicAccess"] == "None"
@@ -175,9 +192,10 @@ def test_service_bus_queues_have_sessions_and_duplicate_detection(templates: Tem
     )
     completions = ev(template["resources"]["completions"]["config"])
     tasks = ev(template["resources"]["taskQueues"]["config"])
-    assert completions["name"] == "dagq-completions"
+    store = parse_store_url("azure://stdagq/dagq")
+    assert completions["name"] == store.queue("completions") == "dagq-completions"
     assert completions["properties"]["requiresSession"] is True
-    assert [q["name"] for q in tasks] == ["dagq-q-cpu", "dagq-q-gpu"]
+    assert [q["name"] for q in tasks] == [store.queue("cpu"), store.queue("gpu")]
     for queue in [completions, *tasks]:
         assert queue["properties"]["requiresDuplicateDetection"] is True
         assert queue["properties"]["maxDeliveryCount"] == Sym("maxDeliveryCount")
@@ -195,7 +213,7 @@ def _settings(templates: Templates, use_service_bus: bool) -> dict[str, Any]:
             "useServiceBus": use_service_bus,
             "storageAccountName": "stdagq",
             "storePrefix": "dagq",
-            "serviceBusNamespaceName": "sb-dagq",
+            "serviceBusNamespaceName": "sb-dagq-0123456789abc",
         },
     )
     site = ev(template["resources"]["site"]["config"])
@@ -253,13 +271,32 @@ def test_app_settings_are_identity_based_without_secrets(
 def test_service_bus_switch_selects_the_coordinator_trigger(templates: Templates) -> None:
     with_sb, without_sb = _settings(templates, True), _settings(templates, False)
     assert with_sb["DAGQ_COORDINATOR_TRIGGER"] == "servicebus"
-    assert with_sb["DAGQ_QUEUES"] == "sb://sb-dagq"
+    assert with_sb["DAGQ_QUEUES"] == "sb://sb-dagq-0123456789abc"
     assert with_sb["ServiceBusConnection__fullyQualifiedNamespace"] == Sym(
         "serviceBusFullyQualifiedNamespace"
     )
     assert with_sb["ServiceBusConnection__credential"] == "managedidentity"
     assert without_sb["DAGQ_COORDINATOR_TRIGGER"] == "storage_queue"
     assert not [n for n in without_sb if n == "DAGQ_QUEUES" or n.startswith("ServiceBus")]
+
+
+@pytest.mark.parametrize("use_service_bus", [True, False])
+def test_function_app_code_accepts_the_settings(
+    templates: Templates, use_service_bus: bool
+) -> None:
+    settings = _settings(templates, use_service_bus)
+    expected = "servicebus" if use_service_bus else "storage_queue"
+    assert coordinator_trigger(settings) == expected
+    assert settings["DAGQ_COMPLETION_QUEUE"] == completion_queue_name(settings)
+    # The triggers' connection names resolve to identity-based settings.
+    assert f"{coordinator_queue.CONNECTION}__accountName" in settings
+    if use_service_bus:
+        assert f"{coordinator_sb.CONNECTION}__fullyQualifiedNamespace" in settings
+    if use_service_bus:
+        assert (
+            parse_queues_url(settings["DAGQ_QUEUES"])
+            == "sb-dagq-0123456789abc.servicebus.windows.net"
+        )
 
 
 def test_service_bus_switch_removes_the_namespace(templates: Templates) -> None:
