@@ -77,11 +77,19 @@ _CHECKPOINT_PAGES = 10_000
 _WAL_SIZE_LIMIT = 64 * 1024 * 1024
 
 _fork_generation = 0
+_live: weakref.WeakSet[_Holder] = weakref.WeakSet()
+_inherited: list[sqlite3.Connection] = []
 
 
 def _after_fork() -> None:
+    """In a forked child: never use, close or free the parent's connections.
+
+    Closing one would let SQLite act on locks only the parent holds (it could even
+    checkpoint and remove the WAL under the parent), so they are kept alive, unused.
+    """
     global _fork_generation
     _fork_generation += 1
+    _inherited.extend(h.conn for h in list(_live))
 
 
 os.register_at_fork(after_in_child=_after_fork)
@@ -129,6 +137,7 @@ class SqliteDb:
         holder = _Holder(conn, _fork_generation)
         self._local.holder = holder
         self._holders.add(holder)
+        _live.add(holder)
         return conn
 
     def _connect(self) -> sqlite3.Connection:

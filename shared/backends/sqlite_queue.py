@@ -104,10 +104,12 @@ class SqliteQueue:
         connection committed (``PRAGMA data_version``) or a hidden message is due.
         """
         self._stats.add("queue.receive")
+        if wait_s <= 0:
+            return self._try_receive(max_messages, visibility_timeout_s)[0]
         conn = self._db.conn()
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        version = conn.execute("PRAGMA data_version").fetchone()[0]  # before the query
         messages, due = self._try_receive(max_messages, visibility_timeout_s)
-        if messages or wait_s <= 0:
+        if messages:
             return messages
         start = time.monotonic()
         deadline = start + wait_s
@@ -133,22 +135,19 @@ class SqliteQueue:
         due = self._db.execute(_NEXT_VISIBLE, (self.name,)).fetchone()[0]
         if due is None or due > now:  # read-only check: idle polls take no write lock
             return [], due
-        dead: list[Message] = []
         with self._db.write() as c:
             rows = c.execute(
                 _RECEIVE, (now + visibility_timeout_s, self.name, now, max_messages)
             ).fetchall()
-            messages = [_message(r) for r in rows]
-            if any(m.delivery_count > self._max for m in messages):
-                dead = [m for m in messages if m.delivery_count > self._max]
-                messages = [m for m in messages if m.delivery_count <= self._max]
+            dead = [r[0] for r in rows if r[3] > self._max]  # r: seq, id, body, count, ...
+            if dead:
                 reason = f"delivered {self._max} times without being deleted (max deliveries)"
-                for m in dead:
-                    seq = _parse_receipt(m.receipt)[0]
+                for seq in dead:
                     c.execute(_DEAD_LETTER, (seq, 1, reason, now))
                     c.execute("DELETE FROM messages WHERE seq = ?", (seq,))
-        messages.sort(key=lambda m: _parse_receipt(m.receipt)[0])
-        return messages, None
+                rows = [r for r in rows if r[3] <= self._max]
+        rows.sort()  # RETURNING order is unspecified; hand them out oldest first
+        return [_message(r) for r in rows], None
 
     def delete(self, message: Message) -> None:
         """Remove the message if ``message.receipt`` is current (else a no-op)."""

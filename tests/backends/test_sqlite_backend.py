@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import sqlite3
 import threading
@@ -101,6 +102,10 @@ def _use_after_fork(path: str, out: multiprocessing.SimpleQueue[str]) -> None:
     backend = _inherited[0]
     backend.states.create("from-child", b"x")
     out.put(backend.states.read("from-parent")[0].decode())
+    backend.close()  # must leave the parent's inherited connection alone
+    _inherited.clear()
+    del backend
+    gc.collect()
 
 
 _inherited: list[SqliteBackend] = []
@@ -117,6 +122,8 @@ def test_a_forked_child_opens_its_own_connection(backend: SqliteBackend) -> None
     assert p.exitcode == 0
     assert out.get() == "hello"
     assert backend.states.read("from-child")[0] == b"x"
+    backend.states.create("after-child", b"y")
+    assert backend.states.read("after-child")[0] == b"y"
 
 
 def test_receipts_change_on_extend(backend: SqliteBackend) -> None:
