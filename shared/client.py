@@ -7,6 +7,7 @@ submission is applied by the coordinator from messages on the completion queue.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -21,6 +22,7 @@ from shared.core.parse import definition_hash
 from shared.core.state import WorkflowState, dumps, loads
 from shared.core.transforms import sequentialize_fan_in
 from shared.core.validate import validate
+from shared.crashpoints import crash_point
 from shared.errors import (
     AlreadyExists,
     DefinitionError,
@@ -116,11 +118,11 @@ class WorkflowClient:
                     f"({existing.name!r}); choose another --id or submit the same definition"
                 ) from None
             created = False
+        crash_point("submit_after_index")
         state = engine.create(defn, workflow_id, now, parent=parent)
-        try:
+        with contextlib.suppress(AlreadyExists):
             self.backend.states.create(workflow_id, dumps(state))
-        except AlreadyExists:
-            pass
+        crash_point("submit_after_state")
         self._control(workflow_id, "start", request_id=f"{workflow_id}/start")
         return Submitted(workflow_id, created)
 
@@ -170,7 +172,9 @@ class WorkflowClient:
         row = self.row(workflow_id)
         return row_summary(row)
 
-    def list(self, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def list_workflows(
+        self, status: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         """Summaries of workflows, optionally only those with ``status``."""
         return [row_summary(r) for r in self.backend.index.query(status=status, limit=limit)]
 

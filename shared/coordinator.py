@@ -59,6 +59,16 @@ class CoordinatorStats:
         return ", ".join(f"{k}={self.counts[k]}" for k in keys)
 
 
+@dataclass
+class Applied:
+    """What ``Coordinator.apply_messages`` did with messages a trigger handed over."""
+
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    """``(message id, reason)`` of malformed messages: never retry them."""
+    unapplied: list[str] = field(default_factory=list)
+    """Workflows whose write kept conflicting: redeliver their messages."""
+
+
 class Coordinator:
     """Advances workflows stored in ``backend``; safe to run several (ETag CAS)."""
 
@@ -132,6 +142,31 @@ class Coordinator:
         self.completions.delete_many(m for m, _ in items)
         crash_point("after_ack")
 
+    def apply_messages(self, bodies: Iterable[tuple[str, bytes | str]]) -> Applied:
+        """Apply completion-queue messages that a trigger already received.
+
+        ``bodies`` are ``(message id, body)`` pairs. Nothing is acknowledged here (the
+        trigger settles the messages); the result names the malformed ones and the
+        workflows whose write must be retried by redelivery.
+        """
+        result = Applied()
+        groups: dict[str, list[CompletionQueueMessage]] = {}
+        for message_id, body in bodies:
+            try:
+                decoded = decode_completion_queue(body)
+            except BadMessage as exc:
+                result.rejected.append((message_id, str(exc)))
+                self.stats.counts["dead_lettered"] += 1
+                continue
+            groups.setdefault(decoded.workflow_id, []).append(decoded)
+        for workflow_id, items in groups.items():
+            if self.commit(workflow_id, self._applier(items)) is None:
+                result.unapplied.append(workflow_id)
+        return result
+
+    def _applier(self, items: list[CompletionQueueMessage]) -> Mutation:
+        return lambda state: self._apply(state, items)
+
     def _apply(self, state: WorkflowState,
                items: Iterable[CompletionQueueMessage]) -> list[engine.Effects]:
         now = self.clock()
@@ -184,6 +219,7 @@ class Coordinator:
             due = [e for e in engine.outbox_due(state, now, self.settings.outbox_grace)
                    if e.key in before]
             if not mine and not due and set(state.outbox) == before and _noop(effects):
+                self._update_index(state, now)
                 return effects
             try:
                 etag = self.backend.states.replace(workflow_id, dumps(state), cached.etag)
@@ -276,9 +312,16 @@ class Coordinator:
             if row.status not in TERMINAL_WORKFLOW_STATUSES:
                 self.commit(row.id, lambda s: [engine.cancel(s, self.clock())])
         for row in index.query(status="pending"):
-            if now - row.updated_at >= self.settings.stale_pending:
-                log.info("starting stale pending workflow %s", row.id)
-                self.commit(row.id, lambda s: [engine.start(s, self.clock())])
+            if now - row.updated_at < self.settings.stale_pending:
+                continue
+            if self._load(row.id) is None:
+                log.warning("workflow %s was never stored (its submitter crashed): failing it",
+                            row.id)
+                index.update_progress(row.id, status="failed", counts=row.counts,
+                                      updated_at=now)
+                continue
+            log.info("starting stale pending workflow %s", row.id)
+            self.commit(row.id, lambda s: [engine.start(s, self.clock())])
         grace = self.settings.outbox_grace
         for row in index.query(status="running"):
             with self._lock:
@@ -295,8 +338,4 @@ class Coordinator:
 
 def _noop(effects: list[engine.Effects]) -> bool:
     """True if no effect changed the state (so the write can be skipped)."""
-    return all(
-        not e.transitions and not e.dispatched and not e.children and not e.notices
-        and e.workflow_status is None
-        for e in effects
-    )
+    return not any(e.changed() for e in effects)

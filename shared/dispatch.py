@@ -28,9 +28,12 @@ from shared.ports import Backend
 log = logging.getLogger("dagq.dispatch")
 
 
-def task_defs(defn: WorkflowDef, _cache: dict[int, tuple[WorkflowDef, dict[str, TaskDef]]] = {}
-              ) -> dict[str, TaskDef]:  # noqa: B006 - deliberate bounded memo
+_DEFS: dict[int, tuple[WorkflowDef, dict[str, TaskDef]]] = {}
+
+
+def task_defs(defn: WorkflowDef) -> dict[str, TaskDef]:
     """Tasks of ``defn`` by name (memoised for the last few definitions)."""
+    _cache = _DEFS
     hit = _cache.get(id(defn))
     if hit is not None and hit[0] is defn:
         return hit[1]
