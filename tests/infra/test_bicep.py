@@ -302,15 +302,17 @@ def test_function_app_code_accepts_the_settings(
 def test_service_bus_switch_removes_the_namespace(templates: Templates) -> None:
     modules = templates["main.bicep"]["modules"]
     assert modules["serviceBus"]["config"]["condition"] == "useServiceBus"
-    main_text = (INFRA / "main.bicep").read_text()
     for name, module in modules.items():
-        uses_namespace = "serviceBusNamespaceName" in json.dumps(
-            module["config"]["config"] if "condition" in module["config"] else module["config"]
-        )
-        if uses_namespace and module["config"].get("condition") != "useServiceBus":
-            # Only as a guarded value: useServiceBus ? ... : ''
-            assert name == "functionApp", f"module {name} uses Service Bus without the switch"
-    assert "serviceBusNamespaceName: useServiceBus ? serviceBusNamespaceName : ''" in main_text
+        body, condition = body_of(module["config"]), module["config"].get("condition")
+        if "serviceBus" in json.dumps(body) and condition != "useServiceBus":
+            # Outside the switch only as guarded values: useServiceBus ? ... : ''
+            for key, value in body["params"].items():
+                if "serviceBus" in json.dumps(value) and key != "useServiceBus":
+                    guard = value.get("operator", {}).get("operands", {}).get("condition")
+                    assert guard == "useServiceBus", f"{name} passes {key} without the switch"
+    # The same switch drives the Storage queues and the app settings.
+    for name in ("storage", "functionApp"):
+        assert body_of(modules[name]["config"])["params"]["useServiceBus"] == "useServiceBus"
 
 
 # ---------------------------------------------------------------- roles
