@@ -204,9 +204,9 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
           }
         }
       }
-      // The limit applies to each per-function scale group, so the coordinator
-      // function never runs on more than maximumInstanceCount instances. No
-      // always-ready instances: they would come on top of the limit.
+      // The limit applies to the on-demand instances of each per-function scale
+      // group, so the coordinator function scales to at most maximumInstanceCount
+      // instances. No always-ready instances: they would come on top of the limit.
       scaleAndConcurrency: {
         maximumInstanceCount: maximumInstanceCount
         instanceMemoryMB: instanceMemoryMB
