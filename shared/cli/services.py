@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import signal
 import sys
 import threading
@@ -13,10 +16,23 @@ from shared.cli.main import cli, handle_errors, settings_from, store_option
 from shared.cli.render import print_table
 from shared.client import COMPLETIONS
 from shared.coordinator import Coordinator
+from shared.ports import Backend
 from shared.wiring import backend_from_settings
 from shared.worker.heartbeat import check_local, live_workers
 from shared.worker.processors import default_processors, load_processor
 from shared.worker.runtime import Worker
+
+
+def write_stats(role: str, backend: Backend, counts: dict[str, int]) -> None:
+    """Append this process's request counts and peak memory to ``$DAGQ_STATS_FILE``."""
+    path = os.environ.get("DAGQ_STATS_FILE")
+    if not path:
+        return
+    record = {"role": role, "pid": os.getpid(), "requests": backend.stats.snapshot(),
+              "counts": counts,
+              "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
 
 
 @cli.command()
@@ -40,7 +56,8 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
     settings = settings_from(ctx, store, batch_size=batch_size,
                              visibility_timeout=visibility_timeout, idle_poll=idle_poll,
                              sweep_interval=sweep_interval, outbox_grace=outbox_grace)
-    coord = Coordinator(backend_from_settings(settings), settings)
+    backend = backend_from_settings(settings)
+    coord = Coordinator(backend, settings)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -50,6 +67,7 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
     coord.close()
     click.echo(f"coordinator stopped after {time.monotonic() - started:.1f}s: "
                f"{coord.stats.line()}", err=True)
+    write_stats("coordinator", backend, dict(coord.stats.counts))
 
 
 @cli.command()
@@ -89,6 +107,7 @@ def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float
     code = w.run()
     click.echo(f"worker {w.worker_id} stopped after {time.monotonic() - started:.1f}s: "
                f"{w.summary()}", err=True)
+    write_stats("worker", backend, dict(w.stats))
     sys.exit(code)
 
 

@@ -29,6 +29,64 @@ class ProcessResult:
     """True if it was stopped on request (cancel or worker shutdown)."""
 
 
+@dataclass
+class _Watch:
+    pid: int
+    stop: threading.Event
+    deadline: float | None
+    kill_timeout: float
+    term_at: float | None = None
+    timed_out: bool = False
+    stopped: bool = False
+
+
+class _Watchdog:
+    """One thread for all task processes: SIGTERM on stop or timeout, SIGKILL after grace.
+
+    Slot threads block in ``wait()`` (so a finished process is noticed at once) while this
+    thread enforces stops and deadlines every 50 ms.
+    """
+
+    def __init__(self) -> None:
+        self._watches: dict[int, _Watch] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, watch: _Watch) -> None:
+        with self._lock:
+            self._watches[watch.pid] = watch
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="dagq-watchdog",
+                                                daemon=True)
+                self._thread.start()
+
+    def remove(self, pid: int) -> None:
+        with self._lock:
+            self._watches.pop(pid, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(0.05)
+            now = time.monotonic()
+            with self._lock:
+                watches = list(self._watches.values())
+            for w in watches:
+                if w.term_at is None:
+                    if w.stop.is_set():
+                        w.stopped = True
+                    elif w.deadline is not None and now > w.deadline:
+                        w.timed_out = True
+                    if w.stopped or w.timed_out:
+                        w.term_at = now
+                        _signal_group(w.pid, signal.SIGTERM)
+                elif now - w.term_at > w.kill_timeout:
+                    w.term_at = float("inf")
+                    _signal_group(w.pid, signal.SIGKILL)
+
+
+_WATCHDOG = _Watchdog()
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -47,34 +105,20 @@ def run_process(
             list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
         )
-    if on_start is not None:
-        on_start(proc.pid)
-    started = time.monotonic()
-    term_at: float | None = None
-    timed_out = stopped = False
-    poll = 0.002
-    while True:
-        try:
-            rc = proc.wait(timeout=poll)
-            break
-        except subprocess.TimeoutExpired:
-            poll = min(poll * 2, 0.1)
-        now = time.monotonic()
-        if term_at is None:
-            if stop.is_set():
-                stopped = True
-            elif timeout_s is not None and now - started > timeout_s:
-                timed_out = True
-            if stopped or timed_out:
-                _signal_group(proc.pid, signal.SIGTERM)
-                term_at = now
-        elif now - term_at > kill_timeout:
-            _signal_group(proc.pid, signal.SIGKILL)
-            term_at = float("inf")
+    deadline = time.monotonic() + timeout_s if timeout_s is not None else None
+    watch = _Watch(proc.pid, stop, deadline, kill_timeout)
+    _WATCHDOG.add(watch)
+    try:
+        if on_start is not None:
+            on_start(proc.pid)
+        rc = proc.wait()
+    finally:
+        _WATCHDOG.remove(proc.pid)
     # the group may outlive its leader (background children): make sure it is gone
-    if stopped or timed_out:
+    if watch.stopped or watch.timed_out:
         _signal_group(proc.pid, signal.SIGKILL)
-    return ProcessResult(rc, read_tail(log_path), timed_out=timed_out, stopped=stopped)
+    return ProcessResult(rc, read_tail(log_path), timed_out=watch.timed_out,
+                         stopped=watch.stopped)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
