@@ -1,0 +1,36 @@
+"""Coordinator.apply_messages: messages a trigger already received, settled by the trigger."""
+
+from __future__ import annotations
+
+from shared.client import COMPLETIONS, WorkflowClient
+from shared.config import Settings
+from shared.coordinator import Coordinator
+from shared.core.parse import load_definition
+from shared.messages import CompletionMessage, ControlMessage
+from shared.ports import Backend
+
+ONE = "name: one\ntasks:\n  - {name: t, kwargs: {cmd: 'true'}}\n"
+
+
+def test_groups_applies_and_reports_without_settling(backend: Backend) -> None:
+    client = WorkflowClient(backend)
+    ids = [client.submit(load_definition(ONE), workflow_id=f"w{i}").id for i in range(2)]
+    queued = backend.queues.get(COMPLETIONS).approximate_count()
+    coord = Coordinator(backend, Settings())
+    bodies: list[tuple[str, bytes | str]] = [
+        ("s0", ControlMessage(ids[0], "start", f"{ids[0]}/start").encode()),
+        ("bad", b"{"),
+        ("s1", ControlMessage(ids[1], "start", f"{ids[1]}/start").encode().decode()),
+        ("c0", CompletionMessage(ids[0], "t", 1, success=True, output=7).encode()),
+        ("ghost", ControlMessage("no-such-workflow", "start", "x").encode()),
+    ]
+    result = coord.apply_messages(bodies)
+    assert result.unapplied == []
+    [(bad_id, reason)] = result.rejected
+    assert bad_id == "bad" and "not JSON" in reason
+    assert client.summary(ids[0])["status"] == "completed"
+    assert client.output(ids[0], "t") == 7
+    assert client.summary(ids[1])["status"] == "running"
+    # nothing was received or deleted: settling is the trigger's job
+    assert backend.queues.get(COMPLETIONS).approximate_count() == queued
+    coord.close()

@@ -1,0 +1,228 @@
+"""HTTP handlers called in-process with func.HttpRequest against a real store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shared.client import COMPLETIONS
+from shared.functions.http_api import http_blueprint
+from shared.functions.runtime import Runtime
+from shared.messages import CompletionMessage
+from shared.ports import Backend
+from tests.functions.host import (
+    Handler,
+    app_of,
+    assert_nothing_written,
+    deliver_storage_queue,
+    http,
+    user_functions,
+)
+
+DIAMOND = b"""\
+name: diamond
+tasks:
+  - name: a
+    kwargs: {cmd: "true"}
+  - name: b
+    kwargs: {cmd: "true"}
+    depends_on: [a]
+  - name: c
+    kwargs: {cmd: "true"}
+    depends_on: [a]
+    queue: gpu
+  - name: d
+    kwargs: {cmd: "true"}
+    depends_on: [b, c]
+"""
+
+CYCLE = b"""\
+name: loop
+tasks:
+  - {name: a, kwargs: {cmd: "true"}, depends_on: [b]}
+  - {name: b, kwargs: {cmd: "true"}, depends_on: [a]}
+"""
+
+
+def test_submit_then_status_and_tasks(fns: dict[str, Handler], backend: Backend) -> None:
+    status, body = http(fns["submit_workflow"], "POST", "workflows", body=DIAMOND)
+    assert status == 201 and body["created"] is True
+    wf = body["id"]
+    status, summary = http(fns["get_workflow"], "GET", f"workflows/{wf}", route={"id": wf})
+    assert status == 200
+    assert (summary["id"], summary["name"], summary["status"]) == (wf, "diamond", "pending")
+    assert deliver_storage_queue(fns["coordinator_queue"], backend) == 1  # the start request
+    status, summary = http(fns["get_workflow"], "GET", f"workflows/{wf}", route={"id": wf})
+    assert summary["status"] == "running"
+    status, tasks = http(fns["list_tasks"], "GET", f"workflows/{wf}/tasks", route={"id": wf})
+    assert status == 200
+    assert {t["name"]: t["status"] for t in tasks["tasks"]} == {
+        "a": "running", "b": "pending", "c": "pending", "d": "pending"}
+    _, gpu = http(fns["list_tasks"], "GET", "", route={"id": wf}, params={"queue": "gpu"})
+    assert [t["name"] for t in gpu["tasks"]] == ["c"]
+    _, running = http(fns["list_tasks"], "GET", "", route={"id": wf},
+                      params={"status": "running", "prefix": "a"})
+    assert [t["name"] for t in running["tasks"]] == ["a"]
+
+
+def test_json_body_and_plain_text(fns: dict[str, Handler]) -> None:
+    definition = {"name": "j", "tasks": [{"name": "only", "kwargs": {"cmd": "true"}}]}
+    status, body = http(fns["submit_workflow"], "POST", "workflows",
+                        body=json.dumps(definition).encode(),
+                        content_type="application/json; charset=utf-8")
+    assert status == 201
+    status, body = http(fns["validate_workflow"], "POST", "workflows/validate",
+                        body=DIAMOND, content_type="text/plain")
+    assert (status, body) == (200, {"valid": True, "name": "diamond", "tasks": 4})
+
+
+def test_client_id_is_idempotent(fns: dict[str, Handler], backend: Backend) -> None:
+    submit = fns["submit_workflow"]
+    assert http(submit, "POST", "workflows", body=DIAMOND, params={"id": "nightly-1"}) == (
+        201, {"id": "nightly-1", "created": True})
+    assert http(submit, "POST", "workflows", body=DIAMOND, params={"id": "nightly-1"}) == (
+        200, {"id": "nightly-1", "created": False})
+    other = DIAMOND.replace(b"name: diamond", b"name: other")
+    status, body = http(submit, "POST", "workflows", body=other, params={"id": "nightly-1"})
+    assert status == 409 and body["code"] == "id_conflict"
+    assert [r.name for r in backend.index.query()] == ["diamond"]
+
+
+@pytest.mark.parametrize(("body", "content_type", "params", "status", "code"), [
+    (b"name: [unclosed\ntasks: []\n", "application/yaml", {}, 400, "invalid_definition"),
+    (CYCLE, "application/yaml", {}, 400, "invalid_definition"),
+    (b'{"name": "x", "tasks": [}', "application/json", {}, 400, "invalid_definition"),
+    (b"", "application/yaml", {}, 400, "empty_body"),
+    (DIAMOND, "application/x-www-form-urlencoded", {}, 415, "unsupported_media_type"),
+    (DIAMOND, "application/yaml", {"id": "../etc"}, 400, "invalid_definition"),
+    (DIAMOND, "application/yaml", {"max_fan_in": "one"}, 400, "bad_parameter"),
+], ids=["invalid-yaml", "cycle", "invalid-json", "empty", "content-type", "bad-id",
+        "bad-fan-in"])
+def test_bad_submissions_write_nothing(fns: dict[str, Handler], backend: Backend, body: bytes,
+                                       content_type: str, params: dict[str, str], status: int,
+                                       code: str) -> None:
+    got, answer = http(fns["submit_workflow"], "POST", "workflows", body=body,
+                       content_type=content_type, params=params)
+    assert (got, answer["code"]) == (status, code)
+    assert isinstance(answer["error"], str) and answer["error"]
+    assert isinstance(answer["details"], list)
+    assert_nothing_written(backend)
+
+
+def test_cycle_problem_names_the_cycle_and_line(fns: dict[str, Handler]) -> None:
+    status, answer = http(fns["validate_workflow"], "POST", "workflows/validate", body=CYCLE)
+    assert status == 400
+    [problem] = answer["details"]
+    assert "a -> b -> a" in problem["message"]
+    assert (problem["task"], problem["line"]) == ("a", 3)
+
+
+def test_oversized_body_is_413(app_env: dict[str, str], backend: Backend) -> None:
+    small = Runtime({**app_env, "DAGQ_MAX_REQUEST_BYTES": "64"})
+    try:
+        submit = user_functions(app_of(http_blueprint(small)))["submit_workflow"]
+        status, answer = http(submit, "POST", "workflows", body=DIAMOND)
+        assert (status, answer["code"]) == (413, "too_large")
+        assert "DAGQ_MAX_REQUEST_BYTES" in answer["error"]
+        status, _ = http(submit, "POST", "workflows", body=b"x", headers={"Content-Length": "65"})
+        assert status == 413
+        assert_nothing_written(backend)
+    finally:
+        small.close()
+
+
+def test_unknown_id_is_404_everywhere(fns: dict[str, Handler], backend: Backend) -> None:
+    for name, method in [("get_workflow", "GET"), ("list_tasks", "GET"),
+                         ("cancel_workflow", "POST"), ("retry_workflow", "POST")]:
+        status, answer = http(fns[name], method, "workflows/nope", route={"id": "nope"})
+        assert (status, answer["code"]) == (404, "not_found"), name
+        assert "nope" in answer["error"]
+    assert_nothing_written(backend)
+
+
+@pytest.mark.parametrize(("params", "name"), [
+    ({"status": "bogus"}, "list_workflows"), ({"limit": "0"}, "list_workflows"),
+    ({"limit": "many"}, "list_workflows"), ({"status": "done"}, "list_tasks"),
+])
+def test_bad_query_parameters_are_400(fns: dict[str, Handler], params: dict[str, str],
+                                      name: str) -> None:
+    http(fns["submit_workflow"], "POST", "workflows", body=DIAMOND, params={"id": "w"})
+    status, answer = http(fns[name], "GET", "", params=params, route={"id": "w"})
+    assert (status, answer["code"]) == (400, "bad_parameter")
+    assert next(iter(params)) in answer["error"]
+
+
+def test_list_pages_by_id(fns: dict[str, Handler]) -> None:
+    ids = [f"wf-{i:02d}" for i in range(7)]
+    for wf in reversed(ids):
+        assert http(fns["submit_workflow"], "POST", "", body=DIAMOND, params={"id": wf})[0] == 201
+    seen: list[str] = []
+    after: str | None = None
+    pages = 0
+    while True:
+        params = {"limit": "3", **({"after": after} if after else {})}
+        status, page = http(fns["list_workflows"], "GET", "workflows", params=params)
+        assert status == 200
+        pages += 1
+        seen += [w["id"] for w in page["workflows"]]
+        after = page["next"]
+        if after is None:
+            break
+    assert (seen, pages) == (ids, 3)
+    _, pending = http(fns["list_workflows"], "GET", "", params={"status": "pending"})
+    assert len(pending["workflows"]) == 7
+    _, done = http(fns["list_workflows"], "GET", "", params={"status": "completed"})
+    assert done == {"workflows": [], "next": None}
+
+
+def test_cancel_and_retry(fns: dict[str, Handler], backend: Backend) -> None:
+    http(fns["submit_workflow"], "POST", "", body=DIAMOND, params={"id": "w"})
+    deliver_storage_queue(fns["coordinator_queue"], backend)
+    status, answer = http(fns["cancel_workflow"], "POST", "", route={"id": "w"})
+    assert (status, answer) == (202, {"id": "w", "cancel_requested": True})
+    deliver_storage_queue(fns["coordinator_queue"], backend)
+    _, summary = http(fns["get_workflow"], "GET", "", route={"id": "w"})
+    assert summary["status"] == "running"  # task a still runs until its worker stops it
+    assert summary["counts"] == {"running": 1, "cancelled": 3}
+    stopped = CompletionMessage("w", "a", 1, success=False, error="cancelled by request")
+    backend.queues.get(COMPLETIONS).send(stopped.encode())
+    deliver_storage_queue(fns["coordinator_queue"], backend)
+    _, summary = http(fns["get_workflow"], "GET", "", route={"id": "w"})
+    assert summary["status"] == "cancelled" and summary["cancel_requested"] is True
+    status, answer = http(fns["retry_workflow"], "POST", "", route={"id": "w"})
+    assert status == 202 and answer["request_id"].startswith("w/retry/")
+    deliver_storage_queue(fns["coordinator_queue"], backend)
+    _, tasks = http(fns["list_tasks"], "GET", "", route={"id": "w"})
+    by_name = {t["name"]: t for t in tasks["tasks"]}
+    assert (by_name["a"]["status"], by_name["a"]["attempt"]) == ("running", 2)
+
+
+def test_health_and_openapi(fns: dict[str, Handler], app_env: dict[str, str]) -> None:
+    status, health = http(fns["health"], "GET", "health")
+    assert status == 200
+    assert health["status"] == "ok" and health["store"] == app_env["DAGQ_STORE"]
+    status, doc = http(fns["openapi"], "GET", "openapi.json")
+    assert status == 200 and doc["openapi"].startswith("3.")
+
+
+def test_unreachable_store_is_503_not_500(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    rt = Runtime({"DAGQ_STORE": f"sqlite:{blocker / 'sub' / 'dagq.db'}"})
+    try:
+        fns = user_functions(app_of(http_blueprint(rt)))
+        status, answer = http(fns["health"], "GET", "health")
+        assert (status, answer["code"]) == (503, "store_unavailable")
+        assert "sub" in answer["error"]
+    finally:
+        rt.close()
+
+
+def test_bad_app_setting_is_reported(tmp_path: Path) -> None:
+    rt = Runtime({"DAGQ_STORE": "ftp://nowhere"})
+    fns = user_functions(app_of(http_blueprint(rt)))
+    status, answer = http(fns["get_workflow"], "GET", "", route={"id": "w"})
+    assert (status, answer["code"]) == (500, "configuration")
+    assert "DAGQ_STORE" in answer["error"]
