@@ -1,0 +1,439 @@
+"""Semantic validation of a workflow definition: every problem at once.
+
+``validate`` works on the model, so it checks definitions built in Python as well as
+parsed ones. The parser (``shared.core.parse``) calls :func:`check` with a
+:class:`SourceMap` so that field paths match the source file and problems it already
+reported (such as a missing name) are not reported twice.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from shared.core.condition import cached_condition
+from shared.core.model import MERGE_PREFIX, SubWorkflow, TaskDef, WorkflowDef
+from shared.core.transforms import cycle_through, nested_problem, strongly_connected
+from shared.errors import ConditionError, Problem
+
+MAX_NAME_LENGTH = 200
+MAX_NESTING = 64
+"""Deepest nesting of lists and mappings accepted in ``kwargs`` and ``params``."""
+MAX_SUBWORKFLOW_DEPTH = 16
+"""Deepest nesting of inline sub-workflow definitions."""
+QUEUE_RULE = (
+    "use 1-40 characters of lowercase letters, digits and single hyphens, starting and "
+    "ending with a letter or digit (queue names become Azure queue names, which allow "
+    "nothing else)"
+)
+_QUEUE_RE = re.compile(r"[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,39}")
+_FORBIDDEN_IN_NAMES = "\\#?"
+_FACTORY_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+_RESULT_POLICIES = ("all_sinks_succeed", "all_tasks_succeed")
+Where = str | tuple[int, str]
+"""A field path, or ``(task index, field)`` turned into a path only when needed."""
+_SUGGEST_LIMIT = 20  # unknown-dependency suggestions are O(tasks) each; cap them
+
+
+@dataclass
+class SourceMap:
+    """How a parsed definition maps back to its source (built by the parser)."""
+
+    task_index: Sequence[int] | None = None
+    """Source index of each task of the model (``None``: the same index)."""
+    skip: set[tuple[int, str]] = field(default_factory=set)
+    """``(task index or -1 for the workflow, field)`` pairs the parser already reported."""
+    children: dict[int, SourceMap] = field(default_factory=dict)
+    """Source maps of inline sub-workflows, by model task index."""
+
+
+def validate(defn: WorkflowDef) -> list[Problem]:
+    """Every problem of ``defn`` (empty when it is valid); never raises."""
+    return check(defn, SourceMap())
+
+
+def check(defn: WorkflowDef, source: SourceMap, prefix: str = "", depth: int = 0) -> list[Problem]:
+    """Problems of ``defn``; field paths start with ``prefix`` (used for sub-workflows)."""
+    return _Checker(defn, source, prefix, depth).run()
+
+
+def describe(value: object) -> str:
+    """A short description of a value's type for messages, e.g. ``a string ('x')``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string ({shown!r})"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def is_number(value: object) -> bool:
+    """True for ints and floats, not for booleans."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def queue_problem(queue: object) -> str | None:
+    """Why ``queue`` is not a valid queue name, or None."""
+    if not isinstance(queue, str):
+        return f"queue name must be a string, got {describe(queue)}"
+    if _QUEUE_RE.fullmatch(queue):
+        return None
+    folded = re.sub(r"[^a-z0-9]+", "-", queue.lower()).strip("-")[:40].strip("-")
+    hint = f"; did you mean {folded!r}?" if folded and _QUEUE_RE.fullmatch(folded) else ""
+    return f"queue name {queue!r} is not allowed: {QUEUE_RULE}{hint}"
+
+
+def task_name_problem(name: object, merge: bool = False) -> str | None:
+    """Why ``name`` is not a valid task name, or None."""
+    if not isinstance(name, str):
+        return f"task name must be a string, got {describe(name)}; quote it"
+    if not name:
+        return "task name is empty"
+    if name.startswith(MERGE_PREFIX) != merge:
+        if merge:
+            return f"merge nodes must be named {MERGE_PREFIX}..., got {name!r}"
+        return (f"task names starting with {MERGE_PREFIX!r} are reserved for the merge nodes "
+                "made by sequentialize_fan_in; rename the task")
+    if len(name) > MAX_NAME_LENGTH and not merge:
+        return f"task name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}"
+    for ch in name:
+        if ch in _FORBIDDEN_IN_NAMES:
+            return (f"task name {name!r} contains {ch!r}; '\\', '#' and '?' are not allowed "
+                    "because task names are used in storage keys and URLs")
+        if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F:
+            return f"task name {name!r} contains the control character U+{ord(ch):04X}"
+    if name != name.strip():
+        return f"task name {name!r} starts or ends with whitespace"
+    return None
+
+
+def json_problems(value: object, path: str) -> Iterator[tuple[str, str]]:
+    """``(path, message)`` for every part of ``value`` that is not plain JSON data."""
+    stack: list[tuple[object, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, level = stack.pop()
+        if item is None or isinstance(item, str | bool | int):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                yield where, f"{item} is not allowed: JSON has no NaN or infinity"
+            continue
+        if level >= MAX_NESTING:
+            yield where, f"nested more than {MAX_NESTING} levels deep"
+            continue
+        if isinstance(item, Mapping):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    yield where, f"keys must be strings, got {describe(key)}; quote the key"
+                    continue
+                stack.append((sub, join_path(where, key), level + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((sub, f"{where}[{i}]", level + 1) for i, sub in enumerate(item))
+        else:
+            hint = "; quote it to keep it as a string" if type(item).__name__ in (
+                "date", "datetime") else ""
+            yield where, f"{describe(item)} is not a JSON value{hint}"
+
+
+def join_path(prefix: str, key: str) -> str:
+    """``prefix.key``, or ``prefix["key"]`` when ``key`` is not a plain word."""
+    if re.fullmatch(r"[A-Za-z_$][\w$-]*", key):
+        return f"{prefix}.{key}" if prefix else key
+    return f"{prefix}[{_quote(key)}]"
+
+
+def _quote(key: str) -> str:
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _last(where: Where) -> str:
+    return where[1] if isinstance(where, tuple) else where.rsplit(".", 1)[-1]
+
+
+def _plain_json(value: object, level: int) -> bool:
+    """Fast check that ``value`` is plain JSON data (no paths; see json_problems)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    if level >= MAX_NESTING:
+        return False
+    if kind is dict:
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str or not _plain_json(item, level + 1):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        return all(_plain_json(item, level + 1) for item in value)  # type: ignore[attr-defined]
+    return False
+
+
+def _suggest(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+class _Checker:
+    def __init__(self, defn: WorkflowDef, source: SourceMap, prefix: str, depth: int) -> None:
+        self.defn = defn
+        self.source = source
+        self.prefix = prefix
+        self.depth = depth
+        self.problems: list[Problem] = []
+        self.suggestions = 0
+
+    def add(self, message: str, where: Where | None, task: object = None) -> None:
+        """Record a problem; ``where`` is a path or ``(task index, field)``."""
+        if isinstance(where, tuple):
+            where = self.path(*where)
+        name = task if isinstance(task, str) and task else None
+        self.problems.append(Problem(message, task=name, field=where))
+
+    def path(self, index: int, name: str) -> str:
+        src = self.source.task_index[index] if self.source.task_index is not None else index
+        return f"{self.prefix}tasks[{src}].{name}" if name else f"{self.prefix}tasks[{src}]"
+
+    def run(self) -> list[Problem]:
+        self.check_workflow()
+        tasks = self.defn.tasks
+        if not isinstance(tasks, list | tuple):
+            if (-1, "tasks") not in self.source.skip:
+                self.add(f"tasks must be a list of tasks, got {describe(tasks)}",
+                         self.prefix + "tasks")
+            return self.problems
+        if not tasks and (-1, "tasks") not in self.source.skip:
+            self.add("a workflow needs at least one task", self.prefix + "tasks")
+        good = [(i, t) for i, t in enumerate(tasks) if isinstance(t, TaskDef)]
+        for i, t in enumerate(tasks):
+            if not isinstance(t, TaskDef):
+                self.add(f"expected a TaskDef, got {describe(t)}", (i, ""))
+        for i, t in good:
+            self.check_task(i, t)
+        self.check_graph(good)
+        return self.problems
+
+    def check_workflow(self) -> None:
+        d, p = self.defn, self.prefix
+        bad_name = not isinstance(d.name, str) or not d.name.strip()
+        if bad_name and (-1, "name") not in self.source.skip:
+            self.add(f"the workflow needs a non-empty name, got {describe(d.name)}", p + "name")
+        if (problem := queue_problem(d.default_queue)) is not None:
+            self.add(problem, p + "default_queue")
+        if d.default_task_timeout_s is not None:
+            self.number(d.default_task_timeout_s, p + "default_task_timeout_s", None, True)
+        mp = d.max_parallelism
+        if mp is not None and (not isinstance(mp, int) or isinstance(mp, bool) or mp < 1):
+            self.add(f"max_parallelism must be an integer of at least 1, got {describe(mp)}",
+                     p + "max_parallelism")
+        if d.result_policy not in _RESULT_POLICIES:
+            hint = _suggest(str(d.result_policy), _RESULT_POLICIES)
+            self.add(f"result_policy must be one of {', '.join(_RESULT_POLICIES)}, got "
+                     f"{describe(d.result_policy)}{hint}", p + "result_policy")
+        self.mapping(d.params, p + "params", None)
+        if d.description is not None and not isinstance(d.description, str):
+            self.add(f"description must be a string, got {describe(d.description)}",
+                     p + "description")
+
+    def number(self, value: object, where: Where, task: object, positive: bool) -> None:
+        kind = type(value)
+        if (kind is int or kind is float) and math.isfinite(value) and (  # type: ignore[arg-type]
+                value > 0 if positive else value >= 0):  # type: ignore[operator]
+            return
+        bound = "greater than 0" if positive else "0 or more"
+        self.add(f"{_last(where)} must be a number {bound}, got {describe(value)}", where, task)
+
+    def mapping(self, value: object, where: Where, task: object) -> None:
+        if not isinstance(value, Mapping):
+            self.add(f"{_last(where)} must be a mapping, got {describe(value)}", where, task)
+        elif not _plain_json(value, 0):
+            path = self.path(*where) if isinstance(where, tuple) else where
+            for at, message in json_problems(value, path):
+                self.add(message, at, task)
+
+    def check_task(self, i: int, t: TaskDef) -> None:
+        skip = self.source.skip
+        name = t.name
+        if not isinstance(t.merge, bool):
+            self.add(f"merge must be true or false, got {describe(t.merge)}",
+                     (i, "merge"), name)
+        if (i, "name") not in skip and (problem := task_name_problem(name, t.merge is True)):
+            self.add(problem, (i, "name"), name)
+        self.mapping(t.kwargs, (i, "kwargs"), name)
+        if isinstance(t.kwargs, Mapping):
+            self.check_kwargs(i, t.kwargs, name)
+        deps = t.depends_on
+        if not isinstance(deps, list | tuple):
+            self.add(f"depends_on must be a list of task names, got {describe(deps)}",
+                     (i, "depends_on"), name)
+        else:
+            for k, dep in enumerate(deps):
+                if not isinstance(dep, str):
+                    self.add(f"dependencies must be task names, got {describe(dep)}",
+                             (i, f"depends_on[{k}]"), name)
+        if t.queue is not None and (problem := queue_problem(t.queue)) is not None:
+            self.add(problem, (i, "queue"), name)
+        if not isinstance(t.num_retries, int) or isinstance(t.num_retries, bool) \
+                or t.num_retries < 0:
+            self.add(f"num_retries must be an integer of 0 or more, got "
+                     f"{describe(t.num_retries)}", (i, "num_retries"), name)
+        self.number(t.retry_backoff_s, (i, "retry_backoff_s"), name, False)
+        self.number(t.retry_backoff_max_s, (i, "retry_backoff_max_s"), name, False)
+        self.number(t.delay_s, (i, "delay_s"), name, False)
+        if t.timeout_s is not None:
+            self.number(t.timeout_s, (i, "timeout_s"), name, True)
+        if t.condition is not None and not isinstance(t.condition, str):
+            self.add(f"condition must be a string, got {describe(t.condition)}",
+                     (i, "condition"), name)
+        if t.workflow is not None:
+            self.check_subworkflow(i, t)
+        if t.merge is True:
+            extra = [f for f, v in (("kwargs", t.kwargs), ("condition", t.condition),
+                                    ("workflow", t.workflow)) if v]
+            if extra or t.dep_policy != "all":
+                self.add("merge nodes take only name and depends_on (dep_policy all); "
+                         f"remove {', '.join(extra) or 'dep_policy'}", (i, ""), name)
+
+    def check_kwargs(self, i: int, kwargs: Mapping[str, object], name: str) -> None:
+        cmd, env, cwd = kwargs.get("cmd"), kwargs.get("env"), kwargs.get("cwd")
+        if "cmd" in kwargs and (not isinstance(cmd, str) or not cmd.strip()):
+            self.add(f"kwargs.cmd must be a non-empty command line, got {describe(cmd)}",
+                     (i, "kwargs.cmd"), name)
+        if env is not None and (not isinstance(env, Mapping) or not all(
+                isinstance(v, str | int | float) for v in env.values())):
+            self.add("kwargs.env must map variable names to strings or numbers",
+                     (i, "kwargs.env"), name)
+        if cwd is not None and not isinstance(cwd, str):
+            self.add(f"kwargs.cwd must be a directory path, got {describe(cwd)}",
+                     (i, "kwargs.cwd"), name)
+
+    def check_subworkflow(self, i: int, t: TaskDef) -> None:
+        sub, name, where = t.workflow, t.name, (i, "workflow")
+        if not isinstance(sub, SubWorkflow):
+            self.add(f"workflow must be a SubWorkflow, got {describe(sub)}", where, name)
+            return
+        if isinstance(t.kwargs, Mapping):
+            for key in ("cmd", "call"):
+                if key in t.kwargs:
+                    self.add(f"a task with 'workflow' runs the child workflow, so kwargs.{key} "
+                             "would never run; remove one of them", (i, "kwargs"), name)
+        if sub.factory is not None and (sub.definition is not None or sub.path is not None):
+            self.add("give only one of an inline definition, a path or a factory", where, name)
+        elif sub.definition is None and sub.path is None and sub.factory is None:
+            self.add("workflow needs an inline definition, a path or a factory", where, name)
+        if sub.path is not None and (not isinstance(sub.path, str) or not sub.path.strip()):
+            self.add(f"workflow path must be a non-empty string, got {describe(sub.path)}",
+                     where, name)
+        if sub.factory is not None and (
+                not isinstance(sub.factory, str) or not _FACTORY_RE.fullmatch(sub.factory)):
+            self.add(f"factory must look like 'package.module:function', got "
+                     f"{describe(sub.factory)}", where, name)
+        self.mapping(sub.params, (i, "params"), name)
+        child = sub.definition
+        if child is None:
+            return
+        if not isinstance(child, WorkflowDef):
+            self.add(f"an inline workflow must be a WorkflowDef, got {describe(child)}",
+                     where, name)
+        elif self.depth + 1 >= MAX_SUBWORKFLOW_DEPTH:
+            self.add(f"sub-workflows are nested more than {MAX_SUBWORKFLOW_DEPTH} deep", where,
+                     name)
+        else:
+            for p in check(child, self.source.children.get(i, SourceMap()),
+                           self.path(i, "workflow") + ".",
+                           self.depth + 1):
+                self.problems.append(nested_problem(p, name if isinstance(name, str) else None))
+
+    def check_graph(self, good: list[tuple[int, TaskDef]]) -> None:
+        index: dict[str, int] = {}
+        for i, t in good:
+            if not isinstance(t.name, str):
+                continue
+            first = index.setdefault(t.name, i)
+            if first != i and (i, "name") not in self.source.skip:
+                self.add(f"duplicate task name {t.name!r} (first defined at "
+                         f"{self.path(first, '')}); task names must be unique",
+                         (i, "name"), t.name)
+        adjacency: list[list[int]] = [[] for _ in range(len(self.defn.tasks))]
+        for i, t in good:
+            deps = t.depends_on if isinstance(t.depends_on, list | tuple) else ()
+            seen: set[str] = set()
+            for k, dep in enumerate(deps):
+                if not isinstance(dep, str):
+                    continue
+                target = index.get(dep)
+                if target is not None and dep != t.name and dep not in seen:
+                    seen.add(dep)
+                    adjacency[i].append(target)
+                    continue
+                where = (i, f"depends_on[{k}]")
+                if dep in seen:
+                    self.add(f"{dep!r} is listed twice in depends_on", where, t.name)
+                elif dep == t.name:
+                    self.add("a task cannot depend on itself", where, t.name)
+                else:
+                    self.add(f"depends on unknown task {dep!r}{self.suggest_task(dep, index)}",
+                             where, t.name)
+                seen.add(dep)
+            self.check_policy(i, t, [d for d in deps if isinstance(d, str)],
+                              isinstance(t.depends_on, list | tuple))
+        names = [t.name if isinstance(t, TaskDef) else "?" for t in self.defn.tasks]
+        for component in strongly_connected(adjacency):
+            start = min(component)
+            cycle = cycle_through(start, adjacency, set(component))
+            more = len(component) - len(cycle) + 1
+            tail = f"; {more} more task(s) are on cycles with these" if more > 0 else ""
+            shown = [str(names[c]) for c in cycle]
+            if len(shown) > 12:
+                shown = [*shown[:6], f"... ({len(cycle) - 10} more)", *shown[-4:]]
+            self.add("dependency cycle: " + " -> ".join(shown)
+                     + f" (each task depends on the next){tail}",
+                     (start, "depends_on"), names[start])
+
+    def suggest_task(self, dep: str, index: Mapping[str, int]) -> str:
+        self.suggestions += 1
+        if self.suggestions > _SUGGEST_LIMIT or len(index) > 20_000:
+            return ""
+        return _suggest(dep, list(index))
+
+    def check_policy(self, i: int, t: TaskDef, deps: list[str], deps_ok: bool) -> None:
+        policy, name, where = t.dep_policy, t.name, (i, "dep_policy")
+        if isinstance(policy, bool) or not isinstance(policy, int | str):
+            self.add(f"dep_policy must be 'all', 'any' or a positive integer, got "
+                     f"{describe(policy)}", where, name)
+        elif isinstance(policy, str) and policy not in ("all", "any"):
+            hint = ("; write the number without quotes" if policy.strip().isdigit()
+                    else _suggest(policy, ["all", "any"]))
+            self.add(f"dep_policy must be 'all', 'any' or a positive integer, got "
+                     f"{policy!r}{hint}", where, name)
+        elif isinstance(policy, int) and policy < 1:
+            self.add(f"dep_policy must be at least 1, got {policy}", where, name)
+        elif isinstance(policy, int) and deps_ok and policy > len(deps):
+            self.add(f"dep_policy {policy} can never be met: the task has only {len(deps)} "
+                     "dependencies", where, name)
+        cond = t.condition
+        if not isinstance(cond, str) or not deps_ok:
+            return
+        where = (i, "condition")
+        try:
+            compiled = cached_condition(cond)
+        except ConditionError as exc:
+            self.add(f"invalid condition: {exc}", where, name)
+            return
+        if not deps:
+            self.add("a condition needs dependencies: it is evaluated on the outputs of "
+                     "depends_on, and this task has none", where, name)
+            return
+        for message in compiled.unknown_references(deps):
+            self.add(message, where, name)
