@@ -19,8 +19,9 @@ import yaml
 from yaml.nodes import Node
 
 from shared.core.model import DEFAULT_QUEUE, SubWorkflow, TaskDef, WorkflowDef
+from shared.core.rules import describe, join_path
 from shared.core.transforms import nested_problem
-from shared.core.validate import MAX_SUBWORKFLOW_DEPTH, SourceMap, check, describe, join_path
+from shared.core.validate import MAX_SUBWORKFLOW_DEPTH, SourceMap, check
 from shared.core.yaml_source import (
     compose_quietly,
     duplicate_keys,

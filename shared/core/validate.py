@@ -11,26 +11,23 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from shared.core.condition import cached_condition
-from shared.core.model import MERGE_PREFIX, SubWorkflow, TaskDef, WorkflowDef
+from shared.core.model import SubWorkflow, TaskDef, WorkflowDef
+from shared.core.rules import (
+    describe,
+    json_problems,
+    plain_json,
+    queue_problem,
+    task_name_problem,
+)
 from shared.core.transforms import cycle_through, nested_problem, strongly_connected
 from shared.errors import ConditionError, Problem
 
-MAX_NAME_LENGTH = 200
-MAX_NESTING = 64
-"""Deepest nesting of lists and mappings accepted in ``kwargs`` and ``params``."""
 MAX_SUBWORKFLOW_DEPTH = 16
 """Deepest nesting of inline sub-workflow definitions."""
-QUEUE_RULE = (
-    "use 1-40 characters of lowercase letters, digits and single hyphens, starting and "
-    "ending with a letter or digit (queue names become Azure queue names, which allow "
-    "nothing else)"
-)
-_QUEUE_RE = re.compile(r"[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,39}")
-_FORBIDDEN_IN_NAMES = "\\#?"
 _FACTORY_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _RESULT_POLICIES = ("all_sinks_succeed", "all_tasks_succeed")
 Where = str | tuple[int, str]
@@ -60,124 +57,8 @@ def check(defn: WorkflowDef, source: SourceMap, prefix: str = "", depth: int = 0
     return _Checker(defn, source, prefix, depth).run()
 
 
-def describe(value: object) -> str:
-    """A short description of a value's type for messages, e.g. ``a string ('x')``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"a boolean ({str(value).lower()})"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"a string ({shown!r})"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return f"a {type(value).__name__}"
-
-
-def is_number(value: object) -> bool:
-    """True for ints and floats, not for booleans."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def queue_problem(queue: object) -> str | None:
-    """Why ``queue`` is not a valid queue name, or None."""
-    if not isinstance(queue, str):
-        return f"queue name must be a string, got {describe(queue)}"
-    if _QUEUE_RE.fullmatch(queue):
-        return None
-    folded = re.sub(r"[^a-z0-9]+", "-", queue.lower()).strip("-")[:40].strip("-")
-    hint = f"; did you mean {folded!r}?" if folded and _QUEUE_RE.fullmatch(folded) else ""
-    return f"queue name {queue!r} is not allowed: {QUEUE_RULE}{hint}"
-
-
-def task_name_problem(name: object, merge: bool = False) -> str | None:
-    """Why ``name`` is not a valid task name, or None."""
-    if not isinstance(name, str):
-        return f"task name must be a string, got {describe(name)}; quote it"
-    if not name:
-        return "task name is empty"
-    if name.startswith(MERGE_PREFIX) != merge:
-        if merge:
-            return f"merge nodes must be named {MERGE_PREFIX}..., got {name!r}"
-        return (f"task names starting with {MERGE_PREFIX!r} are reserved for the merge nodes "
-                "made by sequentialize_fan_in; rename the task")
-    if len(name) > MAX_NAME_LENGTH and not merge:
-        return f"task name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}"
-    for ch in name:
-        if ch in _FORBIDDEN_IN_NAMES:
-            return (f"task name {name!r} contains {ch!r}; '\\', '#' and '?' are not allowed "
-                    "because task names are used in storage keys and URLs")
-        if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F:
-            return f"task name {name!r} contains the control character U+{ord(ch):04X}"
-    if name != name.strip():
-        return f"task name {name!r} starts or ends with whitespace"
-    return None
-
-
-def json_problems(value: object, path: str) -> Iterator[tuple[str, str]]:
-    """``(path, message)`` for every part of ``value`` that is not plain JSON data."""
-    stack: list[tuple[object, str, int]] = [(value, path, 0)]
-    while stack:
-        item, where, level = stack.pop()
-        if item is None or isinstance(item, str | bool | int):
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                yield where, f"{item} is not allowed: JSON has no NaN or infinity"
-            continue
-        if level >= MAX_NESTING:
-            yield where, f"nested more than {MAX_NESTING} levels deep"
-            continue
-        if isinstance(item, Mapping):
-            for key, sub in item.items():
-                if not isinstance(key, str):
-                    yield where, f"keys must be strings, got {describe(key)}; quote the key"
-                    continue
-                stack.append((sub, join_path(where, key), level + 1))
-        elif isinstance(item, list | tuple):
-            stack.extend((sub, f"{where}[{i}]", level + 1) for i, sub in enumerate(item))
-        else:
-            hint = "; quote it to keep it as a string" if type(item).__name__ in (
-                "date", "datetime") else ""
-            yield where, f"{describe(item)} is not a JSON value{hint}"
-
-
-def join_path(prefix: str, key: str) -> str:
-    """``prefix.key``, or ``prefix["key"]`` when ``key`` is not a plain word."""
-    if re.fullmatch(r"[A-Za-z_$][\w$-]*", key):
-        return f"{prefix}.{key}" if prefix else key
-    return f"{prefix}[{_quote(key)}]"
-
-
-def _quote(key: str) -> str:
-    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _last(where: Where) -> str:
     return where[1] if isinstance(where, tuple) else where.rsplit(".", 1)[-1]
-
-
-def _plain_json(value: object, level: int) -> bool:
-    """Fast check that ``value`` is plain JSON data (no paths; see json_problems)."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return True
-    if kind is float:
-        return math.isfinite(value)  # type: ignore[arg-type]
-    if level >= MAX_NESTING:
-        return False
-    if kind is dict:
-        for key, item in value.items():  # type: ignore[attr-defined]
-            if type(key) is not str or not _plain_json(item, level + 1):
-                return False
-        return True
-    if kind is list or kind is tuple:
-        return all(_plain_json(item, level + 1) for item in value)  # type: ignore[attr-defined]
-    return False
 
 
 def _suggest(word: str, choices: Sequence[str]) -> str:
@@ -257,7 +138,7 @@ class _Checker:
     def mapping(self, value: object, where: Where, task: object) -> None:
         if not isinstance(value, Mapping):
             self.add(f"{_last(where)} must be a mapping, got {describe(value)}", where, task)
-        elif not _plain_json(value, 0):
+        elif not plain_json(value, 0):
             path = self.path(*where) if isinstance(where, tuple) else where
             for at, message in json_problems(value, path):
                 self.add(message, at, task)

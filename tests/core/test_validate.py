@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from shared.core.model import SubWorkflow, TaskDef, WorkflowDef
-from shared.core.validate import queue_problem, task_name_problem, validate
+from shared.core.rules import queue_problem, task_name_problem
+from shared.core.validate import validate
 from shared.errors import Problem
 
 
