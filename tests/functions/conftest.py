@@ -21,16 +21,20 @@ from shared.functions.timers import timers_blueprint  # noqa: E402
 from shared.ports import Backend  # noqa: E402
 from tests.functions.host import Handler, app_of, user_functions  # noqa: E402
 
-STORES = [pytest.param("sqlite", id="sqlite")]
+STORES = [pytest.param("sqlite", id="sqlite"),
+          pytest.param("azurite", id="azurite", marks=pytest.mark.azurite)]
 
 
 @pytest.fixture(params=STORES)
 def app_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
-    """App settings of a fresh, empty store."""
+    """App settings of a fresh, empty store (SQLite file, or a new prefix on Azurite)."""
     kind = request.param
     if kind == "sqlite":
         return {"DAGQ_STORE": f"sqlite:{tmp_path / 'dagq.db'}", "DAGQ_MAX_DELIVERIES": "3"}
-    raise AssertionError(kind)
+    store, connection = request.getfixturevalue("azurite_store")
+    prefix = store.rsplit("/", 1)[1]
+    return {"DAGQ_STORE": store, "DAGQ_STORAGE_CONNECTION_STRING": connection,
+            "DAGQ_MAX_DELIVERIES": "3", "DAGQ_COMPLETION_QUEUE": f"{prefix}-completions"}
 
 
 @pytest.fixture
