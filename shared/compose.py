@@ -40,7 +40,7 @@ from shared.errors import DefinitionError, Problem
 if TYPE_CHECKING:
     from shared.client import WorkflowClient
 
-__all__ = ["Chain", "Group", "Task", "WithDelay", "Workflow", "task"]
+__all__ = ["Chain", "Group", "Step", "Task", "WithDelay", "Workflow", "task"]
 
 
 def task(

@@ -138,4 +138,6 @@ def load_processor(spec: str) -> Processor:
 
 def default_processors() -> list[Processor]:
     """The built-in processors in matching order."""
-    return [ShellProcessor(), NoopProcessor()]
+    from shared.worker.function_processor import FunctionProcessor  # imports this module
+
+    return [ShellProcessor(), FunctionProcessor(), NoopProcessor()]
