@@ -106,7 +106,8 @@ def open_azure_backend(store_url: str, queues_url: str | None = None,
     Options: ``connection_string``, ``servicebus_connection_string``, ``credential`` (an
     azure-identity credential instead of ``DefaultAzureCredential``), ``pool_size``
     (default ``DAGQ_POOL_SIZE`` or 16), ``max_deliveries`` (default 10), ``connect_timeout``
-    (seconds, default 3), ``stats`` (a ``RequestStats`` to count into).
+    (seconds, default 3), ``stats`` (a ``RequestStats`` to count into),
+    ``lock_duration_s`` (lock duration of Service Bus queues dagq creates, default 60).
     """
     names = parse_store_url(store_url)
     pool_size = pool_size_from(options.get("pool_size"))
@@ -141,13 +142,15 @@ def open_azure_backend(store_url: str, queues_url: str | None = None,
         if sb_conn is None and credential is None:
             credential = clients.default_credential()
         client, admin = clients.servicebus_clients(namespace, sb_conn, credential)
-        sb_guard = Guard("servicebus", f"sb://{namespace}", f"DAGQ_QUEUES={queues_url!r}",
+        sb_guard = Guard("servicebus", f"sb://{client.fully_qualified_namespace}",
+                         f"DAGQ_QUEUES={queues_url!r}",
                          SB_SECRET if sb_conn else None)
-        queues = ServiceBusQueues(client, admin, names, sb_guard, plumbing, max_deliveries)
+        queues = ServiceBusQueues(client, admin, names, sb_guard, plumbing, max_deliveries,
+                                  float(options.get("lock_duration_s") or 60.0))
     else:
         queue_guard = guard("queue", svc.queue.url)
         dead = DeadLetters(_queue_client(svc.queue, names.deadletter_queue), queue_guard,
-                           outputs)
+                           outputs, pool)
         queues = StorageQueues(svc.queue, names, queue_guard, dead, max_deliveries, pool)
     return AzureBackend(names, plumbing, states, index, queues, outputs, records, pool)
 

@@ -24,7 +24,7 @@ STORAGE_HELP = (
     "'Access keys' page (DefaultEndpointsProtocol=https;AccountName=...;AccountKey=...;"
     "EndpointSuffix=core.windows.net), or unset it to sign in with DefaultAzureCredential"
 )
-SB_RETRY: dict[str, Any] = {"retry_total": 3, "retry_backoff_factor": 0.5, "retry_backoff_max": 8}
+SB_RETRY: dict[str, Any] = {"retry_total": 2, "retry_backoff_factor": 0.4, "retry_backoff_max": 8}
 
 
 @dataclass(frozen=True)

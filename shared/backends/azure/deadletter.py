@@ -5,7 +5,9 @@ message. A body too large to fit the envelope into one queue message is stored i
 storage under ``deadletter/{queue}/{message id}`` and referenced instead.
 
 Listing peeks (which hides nothing) when the queue holds at most 32 messages, the most one
-peek returns; beyond that it scans with receives that hide each envelope for two seconds.
+peek returns. Beyond that it receives page after page (each receive hides what it returns,
+so the next page brings new envelopes) and then makes every envelope visible again: two
+requests per dead letter, acceptable for an operator's occasional listing.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from typing import Any
 
@@ -25,7 +28,7 @@ from shared.ports import Message, OutputStore
 
 MAX_ENVELOPE = 48 * 1024
 PEEK_MAX = 32
-SCAN_VISIBILITY = 2
+SCAN_VISIBILITY = 60
 SCAN_PAGES = 50
 MAX_REASON = 2000
 
@@ -33,10 +36,12 @@ MAX_REASON = 2000
 class DeadLetters:
     """Writes and lists dead letters of every queue of one store."""
 
-    def __init__(self, client: QueueClient, guard: Guard, outputs: OutputStore) -> None:
+    def __init__(self, client: QueueClient, guard: Guard, outputs: OutputStore,
+                 pool: ThreadPoolExecutor) -> None:
         self._client = client
         self._guard = guard
         self._outputs = outputs
+        self._pool = pool
 
     def add(self, queue: str, message: Message, reason: str) -> None:
         """Record ``message`` of ``queue`` as dead with ``reason``."""
@@ -81,13 +86,20 @@ class DeadLetters:
             if len(peeked) < PEEK_MAX:
                 return peeked
             seen: list[QueueMessage] = []
-            for page in self._client.receive_messages(
-                    messages_per_page=PEEK_MAX, visibility_timeout=SCAN_VISIBILITY).by_page():
-                items = list(page)
-                seen.extend(items)
-                if len(items) < PEEK_MAX or len(seen) >= SCAN_PAGES * PEEK_MAX:
-                    break
+            try:
+                for page in self._client.receive_messages(
+                        messages_per_page=PEEK_MAX, visibility_timeout=SCAN_VISIBILITY).by_page():
+                    items = list(page)
+                    seen.extend(items)
+                    if len(items) < PEEK_MAX or len(seen) >= SCAN_PAGES * PEEK_MAX:
+                        break
+            finally:
+                list(self._pool.map(self._show, seen))
             return seen
+
+    def _show(self, m: QueueMessage) -> None:
+        with suppress(ResourceNotFoundError):
+            self._client.update_message(m.id, m.pop_receipt, visibility_timeout=0)
 
     def _message(self, env: dict[str, Any]) -> Message:
         if env.get("body_ref"):

@@ -7,9 +7,13 @@ A thin mapping of the ``Queue`` port onto the SDK:
 - the completion queue requires sessions; ``session_id`` (the workflow id) keys them, so
   one consumer applies one workflow's completions at a time. Without an explicit one the
   body's ``workflow_id`` is used;
-- delays use the scheduled enqueue time; ``extend`` renews the message (or session) lock;
-  ``release`` abandons, which the broker counts as a delivery; ``dead_letter`` uses the
-  built-in dead-letter sub-queue with the reason;
+- delays use the scheduled enqueue time; the lock duration is the queue's, and a
+  ``receive``/``extend`` asking for longer keeps renewing the message (or session) lock
+  in the background (the SDK's ``AutoLockRenewer``) until that time has passed;
+- ``release`` sends a copy (new broker id, the original id kept in the ``dagq_id``
+  property) and completes the original: abandoning would count as a delivery, and the
+  port promises a release does not; ``dead_letter`` uses the built-in dead-letter
+  sub-queue with the reason;
 - receipts are lock tokens; the received message objects stay here until settled.
 
 Queues missing at the first send are created (this needs the Manage right; deployments
@@ -21,12 +25,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
+import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
 from azure.servicebus import (
     NEXT_AVAILABLE_SESSION,
+    AutoLockRenewer,
     ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceivedMessage,
@@ -58,13 +65,18 @@ from shared.ports import Message
 
 COMPLETIONS = "completions"
 MIN_WAIT = 1.0
+ID_PROPERTY = "dagq_id"
 _LOST = (MessageLockLostError, SessionLockLostError, MessageAlreadySettled)
 
 
 def build_message(body: bytes, *, delay_s: float, message_id: str | None,
-                  session_id: str | None, now: float) -> ServiceBusMessage:
-    """The Service Bus message for one ``send``."""
-    message = ServiceBusMessage(body, message_id=message_id, session_id=session_id)
+                  session_id: str | None, now: float,
+                  original_id: str | None = None) -> ServiceBusMessage:
+    """The Service Bus message for one ``send`` (``original_id``: the id a released copy
+    keeps reporting)."""
+    props: dict[str | bytes, Any] | None = {ID_PROPERTY: original_id} if original_id else None
+    message = ServiceBusMessage(body, message_id=message_id, session_id=session_id,
+                                application_properties=props)
     if delay_s > 0:
         message.scheduled_enqueue_time_utc = dt.datetime.fromtimestamp(now + delay_s, dt.UTC)
     return message
@@ -82,7 +94,11 @@ def session_of(body: bytes, message_id: str | None) -> str:
 def to_message(m: ServiceBusReceivedMessage) -> Message:
     """A port ``Message`` from a received message (the broker counts prior deliveries)."""
     enqueued = m.enqueued_time_utc.timestamp() if m.enqueued_time_utc else 0.0
-    return Message(id=str(m.message_id or m.sequence_number), body=b"".join(m.body),
+    props = m.application_properties or {}
+    original = props.get(ID_PROPERTY.encode(), props.get(ID_PROPERTY))
+    if isinstance(original, bytes):
+        original = original.decode()
+    return Message(id=str(original or m.message_id or m.sequence_number), body=b"".join(m.body),
                    receipt=str(m.lock_token), delivery_count=(m.delivery_count or 0) + 1,
                    enqueued_at=enqueued)
 
@@ -100,6 +116,7 @@ class ServiceBusQueue:
         self._receiver: ServiceBusReceiver | None = None
         self._session_receivers: list[ServiceBusReceiver] = []
         self._inflight: dict[str, tuple[ServiceBusReceiver, ServiceBusReceivedMessage]] = {}
+        self._received_at: dict[str, float] = {}
 
     def send(self, body: bytes, *, delay_s: float = 0.0, message_id: str | None = None,
              session_id: str | None = None) -> None:
@@ -134,7 +151,12 @@ class ServiceBusQueue:
                     self._o.plumbing.count("queue.delete")
                     continue
                 self._inflight[message.receipt] = (receiver, m)
+                self._received_at[message.receipt] = time.monotonic()
+                if not self._sessions:
+                    self._o.renewer.register(receiver, m, visibility_timeout_s)
                 out.append(message)
+            if out and self._sessions and receiver.session is not None:
+                self._o.renewer.register(receiver, receiver.session, visibility_timeout_s)
             return out
 
     def delete(self, message: Message) -> None:
@@ -154,11 +176,15 @@ class ServiceBusQueue:
                 if entry is None:
                     raise MessageLockLostError(message="not held by this process")
                 receiver, m = entry
+                held = time.monotonic() - self._received_at.get(message.receipt, time.monotonic())
                 if self._sessions and receiver.session is not None:
                     receiver.session.renew_lock()
+                    renewable: Any = receiver.session
                 else:
                     receiver.renew_message_lock(m)
+                    renewable = m
                 self._o.plumbing.count("queue.update")
+                self._o.renewer.register(receiver, renewable, held + visibility_timeout_s)
             except _LOST:
                 self._inflight.pop(message.receipt, None)
                 raise NotFound(f"message {message.id} on queue {self._physical!r} was lost: "
@@ -166,8 +192,17 @@ class ServiceBusQueue:
         return message
 
     def release(self, message: Message) -> None:
-        """Abandon the message so it is delivered again now."""
-        self._settle(message, "queue.update", lambda r, m: r.abandon_message(m))
+        """Send a copy that is delivered again now, then complete the original; raises
+        ``NotFound`` if this process no longer holds the message."""
+        entry = self._inflight.get(message.receipt)
+        if entry is None:
+            raise NotFound(f"message {message.id} on queue {self._physical!r} is not held "
+                           "by this process (settled, or its lock expired)")
+        copy = build_message(message.body, delay_s=0.0, message_id=uuid.uuid4().hex,
+                             session_id=entry[1].session_id, now=time.time(),
+                             original_id=message.id)
+        self._send([copy])
+        self.delete(message)
 
     def dead_letter(self, message: Message, reason: str) -> None:
         """Move the message to the queue's dead-letter sub-queue."""
@@ -198,6 +233,7 @@ class ServiceBusQueue:
                     link.close()
             self._sender, self._receiver, self._session_receivers = None, None, []
             self._inflight.clear()
+            self._received_at.clear()
 
     def _build(self, body: bytes, delay_s: float, message_id: str | None,
                session_id: str | None) -> ServiceBusMessage:
@@ -254,6 +290,7 @@ class ServiceBusQueue:
     def _settle(self, message: Message, kind: str, op: Any) -> None:
         with self._lock, self._o.guard(f"settling a message on queue {self._physical!r}"):
             entry = self._inflight.pop(message.receipt, None)
+            self._received_at.pop(message.receipt, None)
             if entry is None:
                 return
             try:
@@ -268,8 +305,10 @@ class ServiceBusQueues:
 
     def __init__(self, client: ServiceBusClient, admin: ServiceBusAdministrationClient,
                  names: StoreNames, guard: Guard, plumbing: Plumbing,
-                 max_deliveries: int) -> None:
+                 max_deliveries: int, lock_duration_s: float = 60.0) -> None:
         self.client = client
+        self.lock_duration_s = lock_duration_s
+        self.renewer = AutoLockRenewer(max_workers=4)
         self.admin = admin
         self.names_ = names
         self._guard = guard
@@ -299,7 +338,7 @@ class ServiceBusQueues:
                 self.admin.create_queue(
                     physical, requires_session=sessions, requires_duplicate_detection=True,
                     duplicate_detection_history_time_window=dt.timedelta(minutes=10),
-                    lock_duration=dt.timedelta(minutes=1),
+                    lock_duration=dt.timedelta(seconds=self.lock_duration_s),
                     max_delivery_count=max(self.max_deliveries * 2, 10))
             self.plumbing.count("queue.setup")
 
@@ -324,6 +363,7 @@ class ServiceBusQueues:
 
     def close(self) -> None:
         """Close every link and the client."""
+        self.renewer.close()
         for q in self._queues.values():
             q.close()
         self.client.close()

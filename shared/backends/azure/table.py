@@ -121,9 +121,9 @@ class TableIndex:
         self._merge(workflow_id, {"status": status, "updated_at": float(updated_at),
                                   "counts": json.dumps(dict(counts), sort_keys=True)})
 
-    def request_cancel(self, workflow_id: str) -> None:
-        """Set ``cancel_requested``; raises ``NotFound``."""
-        self._merge(workflow_id, {"cancel_requested": True})
+    def request_cancel(self, workflow_id: str, requested: bool = True) -> None:
+        """Set (or clear) ``cancel_requested``; raises ``NotFound``."""
+        self._merge(workflow_id, {"cancel_requested": requested})
 
     def query(self, *, status: str | None = None, name_prefix: str | None = None,
               cancel_requested: bool | None = None, limit: int | None = None,

@@ -10,13 +10,15 @@ included, as the service bills them) in the backend's ``RequestStats`` by kind.
 from __future__ import annotations
 
 import os
+import random
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from azure.core.pipeline import PipelineRequest
+from azure.core.exceptions import AzureError, ClientAuthenticationError
+from azure.core.pipeline import PipelineRequest, PipelineResponse
 from azure.core.pipeline.transport import RequestsTransport
 from azure.storage.blob import ExponentialRetry
 from requests.adapters import HTTPAdapter
@@ -25,6 +27,24 @@ from shared.errors import ConfigError
 from shared.ports import RequestStats
 
 DEFAULT_POOL_SIZE = 16
+
+
+class StorageRetry(ExponentialRetry):
+    """Back-off of about 0.5, 1, 2, 4 s (jittered) between up to four retries; a failed
+    sign-in is not retried (another attempt would fail the same way)."""
+
+    def get_backoff_time(self, settings: dict[str, Any]) -> float:
+        """Seconds to wait before the next attempt."""
+        exponent = max(int(settings["count"]) - 1, 0)
+        return min(4.0, 0.5 * float(2**exponent)) * random.uniform(0.75, 1.25)
+
+    def increment(self, settings: dict[str, Any], request: Any,
+                  response: PipelineResponse[Any, Any] | None = None,
+                  error: AzureError | None = None) -> bool:
+        """Count an attempt; ``False`` ends the retries."""
+        if isinstance(error, ClientAuthenticationError):
+            return False
+        return bool(super().increment(settings, request, response, error))
 
 
 def pool_size_from(value: object) -> int:
@@ -67,10 +87,7 @@ class Plumbing:
         """Keyword arguments for a Blob or Queue service client."""
         return {
             "transport": self.transport,
-            "retry_policy": ExponentialRetry(
-                initial_backoff=1, increment_base=2, retry_total=4, retry_connect=1,
-                retry_read=1, random_jitter_range=1,
-            ),
+            "retry_policy": StorageRetry(retry_total=4, retry_connect=1, retry_read=1),
             "raw_request_hook": self._hook(service),
         }
 
