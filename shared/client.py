@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.core import engine
-from shared.core.model import OutputRef, WorkflowDef
+from shared.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
 from shared.core.parse import definition_hash
 from shared.core.state import WorkflowState, dumps, loads
 from shared.core.transforms import sequentialize_fan_in
@@ -128,19 +128,49 @@ class WorkflowClient:
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, workflow_id: str) -> None:
-        """Request cancellation: the flag survives restarts; the coordinator applies it."""
+        """Request cancellation of a workflow and all its active descendants: the flag
+        survives restarts; the coordinator applies it and workers stop running tasks."""
         try:
             self.backend.index.request_cancel(workflow_id)
         except NotFound:
             raise WorkflowNotFound(f"no workflow with id {workflow_id!r}") from None
         self._control(workflow_id, "cancel", request_id=f"{workflow_id}/cancel")
+        for row in self.descendants(workflow_id):
+            if row.status not in TERMINAL_WORKFLOW_STATUSES:
+                self.backend.index.request_cancel(row.id)
+                self._control(row.id, "cancel", request_id=f"{row.id}/cancel")
 
-    def retry(self, workflow_id: str) -> str:
-        """Ask the coordinator to retry failed, upstream-failed and cancelled tasks."""
+    def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
+              request_id: str | None = None) -> str:
+        """Ask the coordinator to retry failed, upstream-failed and cancelled tasks.
+
+        ``parent`` re-attaches a child workflow to its parent task's new attempt.
+        """
         self.row(workflow_id)
-        request_id = f"{workflow_id}/retry/{uuid.uuid4().hex[:12]}"
-        self._control(workflow_id, "retry", request_id=request_id)
+        self.backend.index.request_cancel(workflow_id, requested=False)
+        request_id = request_id or f"{workflow_id}/retry/{uuid.uuid4().hex[:12]}"
+        body = ControlMessage(workflow_id, "retry", request_id,
+                              parent.attempt if parent else None).encode()
+        self.backend.queues.get(COMPLETIONS).send(body, message_id=request_id,
+                                                  session_id=workflow_id)
         return request_id
+
+    def descendants(self, workflow_id: str) -> list[IndexRow]:
+        """Index rows of every child workflow below ``workflow_id``, in id order."""
+        prefix = f"{workflow_id}~"
+        out: list[IndexRow] = []
+        after = prefix
+        while True:
+            rows = self.backend.index.query(after=after, limit=200)
+            for r in rows:
+                if not r.id.startswith(prefix):
+                    return out
+                if r.parent_id and (r.parent_id == workflow_id
+                                    or r.parent_id.startswith(prefix)):
+                    out.append(r)
+            if len(rows) < 200:
+                return out
+            after = rows[-1].id
 
     def _control(self, workflow_id: str, action: ControlAction, request_id: str) -> None:
         body = ControlMessage(workflow_id, action, request_id).encode()

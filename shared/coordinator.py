@@ -14,7 +14,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from shared.client import COMPLETIONS, WorkflowClient
 from shared.config import Settings
@@ -22,7 +22,7 @@ from shared.core import engine
 from shared.core.model import TERMINAL_WORKFLOW_STATUSES
 from shared.core.state import WorkflowState, dumps, loads
 from shared.crashpoints import crash_point
-from shared.dispatch import OutboxSender
+from shared.dispatch import OutboxSender, task_defs
 from shared.errors import BadMessage, NotFound, PreconditionFailed
 from shared.messages import (
     CompletionMessage,
@@ -103,6 +103,7 @@ class Coordinator:
                 self.flush(now)
             if now - self._last_sweep >= self.settings.sweep_interval:
                 self.sweep(now)
+        self.flush(float("inf"))  # a clean stop leaves no sent entry behind to be re-sent
 
     def close(self) -> None:
         """Stop background threads."""
@@ -195,6 +196,9 @@ class Coordinator:
             return engine.start(state, now)
         if item.action == "cancel":
             return engine.cancel(state, now)
+        if item.parent_attempt is not None and state.parent is not None \
+                and item.request_id not in state.retry_ids:
+            state.parent = replace(state.parent, attempt=item.parent_attempt)
         return engine.retry(state, now, item.request_id)
 
     # -- the write protocol --------------------------------------------------------------
@@ -244,6 +248,9 @@ class Coordinator:
             crash_point("after_index")
             for eff in effects:
                 self.stats.counts["duplicates"] += len(eff.ignored)
+                if eff.stop and any(task_defs(state.definition)[t].workflow is not None
+                                    for t, _ in eff.stop):
+                    self._cascade_cancel(workflow_id)
             return effects
         log.warning("workflow %s: gave up after %d ETag conflicts; will retry on redelivery",
                     workflow_id, MAX_CONFLICT_RETRIES)
@@ -311,6 +318,7 @@ class Coordinator:
         for row in index.query(cancel_requested=True):
             if row.status not in TERMINAL_WORKFLOW_STATUSES:
                 self.commit(row.id, lambda s: [engine.cancel(s, self.clock())])
+                self._cascade_cancel(row.id)
         for row in index.query(status="pending"):
             if now - row.updated_at < self.settings.stale_pending:
                 continue
@@ -329,6 +337,13 @@ class Coordinator:
             if not cached and now - row.updated_at < grace:
                 continue  # another coordinator is actively writing it
             self._repair(row.id, now)
+
+    def _cascade_cancel(self, workflow_id: str) -> None:
+        """Flag and cancel every active descendant not yet asked to cancel."""
+        for row in self.client.descendants(workflow_id):
+            if row.status not in TERMINAL_WORKFLOW_STATUSES and not row.cancel_requested:
+                log.info("cancelling child workflow %s of %s", row.id, workflow_id)
+                self.client.cancel(row.id)
 
     def _repair(self, workflow_id: str, now: float) -> None:
         """Re-send stale outbox entries and expire overdue tasks (no write if neither)."""

@@ -16,7 +16,7 @@ from shared.client import COMPLETIONS, WorkflowClient
 from shared.core import engine
 from shared.core.model import OutputRef, TaskDef, WorkflowDef
 from shared.core.state import WorkflowState
-from shared.errors import DagqError
+from shared.errors import DagqError, NotFound
 from shared.messages import (
     MAX_TASK_MESSAGE_BYTES,
     CompletionMessage,
@@ -24,6 +24,7 @@ from shared.messages import (
     ref_to_json,
 )
 from shared.ports import Backend
+from shared.subworkflow import resolve_child
 
 log = logging.getLogger("dagq.dispatch")
 
@@ -98,21 +99,16 @@ class OutboxSender:
         ).encode()
 
     def submit_child(self, state: WorkflowState, c: engine.ChildSubmit) -> None:
-        """Submit the child workflow of ``c``; on failure, fail the parent task at once."""
+        """Submit the child workflow of ``c`` (or retry the failed child of an earlier
+        attempt); if that is impossible, fail the parent task at once."""
         tdef = task_defs(state.definition)[c.task]
-        sub = tdef.workflow
         parent = engine.ParentLink(state.workflow_id, c.task, c.attempt)
         try:
-            if sub is None or sub.definition is None:
-                raise DagqError(
-                    f"task {c.task!r} has no loaded child definition "
-                    "(child workflows must be inlined at submission)")
-            child = sub.definition
-            params = {**dict(child.params), **dict(sub.params)}
-            if params != dict(child.params):
-                from dataclasses import replace
-
-                child = replace(child, params=params)
+            if tdef.workflow is None:
+                raise DagqError(f"task {c.task!r} has no child workflow")
+            if self._retry_previous_child(state, c, parent):
+                return
+            child = resolve_child(tdef.workflow)
             self.client.submit(child, workflow_id=c.child_id, parent=parent)
         except Exception as exc:  # a child that cannot be submitted fails its parent task
             log.warning("child workflow %s of %s could not be submitted: %s",
@@ -123,6 +119,22 @@ class OutboxSender:
             ).encode()
             self.backend.queues.get(COMPLETIONS).send(
                 body, message_id=f"{c.key}/submit-failed", session_id=state.workflow_id)
+
+    def _retry_previous_child(self, state: WorkflowState, c: engine.ChildSubmit,
+                              parent: engine.ParentLink) -> bool:
+        """After a retry of the parent, re-run the failed parts of the latest earlier child
+        instead of starting a fresh one. Returns True if such a child was retried."""
+        for attempt in range(c.attempt - 1, 0, -1):
+            old_id = engine.child_workflow_id(state.workflow_id, c.task, attempt)
+            try:
+                row = self.backend.index.get(old_id)
+            except NotFound:
+                continue
+            if row.status not in ("failed", "cancelled"):
+                return False
+            self.client.retry(old_id, parent=parent, request_id=f"{old_id}/retry/by/{c.key}")
+            return True
+        return False
 
     def notify_parent(self, state: WorkflowState, n: engine.ParentNotice, key: str) -> None:
         """Report the end of child workflow ``state`` to its parent as a completion."""

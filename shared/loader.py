@@ -1,18 +1,30 @@
-"""Reads definition files from disk (the core parser never touches files)."""
+"""Reads definition files from disk (the core parser never touches files).
+
+Child workflows named by path (``workflow: etl.yaml``) are read relative to the file that
+names them and inlined, so a submitted workflow carries everything it needs: the
+coordinator may run far from the submitter's disk.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from shared.core.model import WorkflowDef
+from shared.core.model import SubWorkflow, TaskDef, WorkflowDef
 from shared.core.parse import load_definition
 from shared.errors import DefinitionError, Problem
 
+MAX_DEPTH = 8
+
 
 def load_file(path: str | Path) -> WorkflowDef:
-    """Parse and validate the definition in ``path``; ``DefinitionError`` lists every problem."""
-    p = Path(path)
+    """Parse and validate ``path`` and every child file it names; ``DefinitionError`` lists
+    every problem."""
+    return _load(Path(path), ())
+
+
+def _load(p: Path, stack: tuple[Path, ...]) -> WorkflowDef:
     try:
         text = p.read_bytes()
     except OSError as exc:
@@ -20,7 +32,43 @@ def load_file(path: str | Path) -> WorkflowDef:
         raise DefinitionError([problem], source=str(p)) from None
     fmt: Literal["json"] | None = "json" if p.suffix.lower() == ".json" else None
     try:
-        return load_definition(text, source=str(p), fmt=fmt)
+        defn = load_definition(text, source=str(p), fmt=fmt)
     except DefinitionError as exc:
         exc.source = exc.source or str(p)
         raise
+    return _inline_children(defn, p, (*stack, p.resolve()))
+
+
+def _inline_children(defn: WorkflowDef, p: Path, stack: tuple[Path, ...]) -> WorkflowDef:
+    tasks: list[TaskDef] = []
+    problems: list[Problem] = []
+    changed = False
+    for t in defn.tasks:
+        sub = t.workflow
+        if sub is None or (sub.path is None and sub.definition is None):
+            tasks.append(t)
+            continue
+        if sub.definition is not None:  # inline: its own children may name files
+            child = _inline_children(sub.definition, p, stack)
+        else:
+            assert sub.path is not None
+            child_path = (p.parent / sub.path)
+            if child_path.resolve() in stack or len(stack) >= MAX_DEPTH:
+                chain = " -> ".join(str(s.name) for s in (*stack, child_path))
+                problems.append(Problem(f"child workflows include each other: {chain}",
+                                        task=t.name, field="workflow"))
+                tasks.append(t)
+                continue
+            try:
+                child = _load(child_path, stack)
+            except DefinitionError as exc:
+                problems += [Problem(f"in child workflow {sub.path}: {q}", task=t.name,
+                                     field="workflow") for q in exc.problems]
+                tasks.append(t)
+                continue
+        tasks.append(replace(t, workflow=SubWorkflow(definition=child, path=sub.path,
+                                                     params=sub.params)))
+        changed = True
+    if problems:
+        raise DefinitionError(problems, source=str(p))
+    return replace(defn, tasks=tuple(tasks)) if changed else defn

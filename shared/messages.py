@@ -121,11 +121,17 @@ class ControlMessage:
     """What to do."""
     request_id: str
     """Unique per request; makes ``retry`` idempotent."""
+    parent_attempt: int | None = None
+    """For a retried child workflow: the parent task's new attempt it now reports to."""
 
     def encode(self) -> bytes:
         """The message body."""
-        return _dumps({"v": VERSION, "type": "control", "workflow_id": self.workflow_id,
-                       "action": self.action, "request_id": self.request_id})
+        body: dict[str, Any] = {"v": VERSION, "type": "control",
+                                "workflow_id": self.workflow_id, "action": self.action,
+                                "request_id": self.request_id}
+        if self.parent_attempt is not None:
+            body["parent_attempt"] = self.parent_attempt
+        return _dumps(body)
 
 
 CompletionQueueMessage = CompletionMessage | ControlMessage
@@ -189,7 +195,10 @@ def decode_completion_queue(data: bytes | str) -> CompletionQueueMessage:
         action = body.get("action")
         if action not in ("start", "cancel", "retry"):
             raise BadMessage(f"unknown control action {action!r}")
-        return ControlMessage(_str(body, "workflow_id"), action, _str(body, "request_id"))
+        pa = body.get("parent_attempt")
+        if pa is not None and (not isinstance(pa, int) or isinstance(pa, bool) or pa < 1):
+            raise BadMessage(f"field 'parent_attempt' must be an integer >= 1, got {pa!r}")
+        return ControlMessage(_str(body, "workflow_id"), action, _str(body, "request_id"), pa)
     if kind != "completion":
         raise BadMessage(f"expected a completion or control message, got type {kind!r}")
     success = body.get("success")

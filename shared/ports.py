@@ -102,8 +102,9 @@ class Index(Protocol):
         """Update status, counts and time only (never touches ``cancel_requested``)."""
         ...
 
-    def request_cancel(self, workflow_id: str) -> None:
-        """Set ``cancel_requested``; raises ``NotFound``."""
+    def request_cancel(self, workflow_id: str, requested: bool = True) -> None:
+        """Set ``cancel_requested`` (``requested=False`` clears it, as a retry does);
+        raises ``NotFound``."""
         ...
 
     def query(

@@ -72,11 +72,12 @@ class SqliteIndex:
         if cur.rowcount == 0:
             raise NotFound(f"workflow {workflow_id!r} is not in the index of {self._db.path}")
 
-    def request_cancel(self, workflow_id: str) -> None:
-        """Set ``cancel_requested``; raises ``NotFound``."""
+    def request_cancel(self, workflow_id: str, requested: bool = True) -> None:
+        """Set (or clear) ``cancel_requested``; raises ``NotFound``."""
         self._stats.add("index.cancel")
         cur = self._db.execute(
-            "UPDATE workflows SET cancel_requested = 1 WHERE id = ?", (workflow_id,)
+            "UPDATE workflows SET cancel_requested = ? WHERE id = ?",
+            (1 if requested else 0, workflow_id),
         )
         if cur.rowcount == 0:
             raise NotFound(f"workflow {workflow_id!r} is not in the index of {self._db.path}")

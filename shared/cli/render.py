@@ -50,6 +50,15 @@ def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
     out.print(counts_text(summary["counts"]))
     if summary.get("parent_id"):
         out.print(f"child of {summary['parent_id']} (task {summary['parent_task']})")
+    children = summary.get("children") or []
+    if children:
+        out.print("child workflows:")
+        root_depth = summary["id"].count("~")
+        for c in children:
+            indent = "  " * (c["id"].count("~") // 2 - root_depth // 2)
+            ccol = STATUS_COLOURS.get(c["status"], "white")
+            out.print(f"{indent}└─ {c['id']} (task {c.get('parent_task')}) "
+                      f"[{ccol}]{c['status']}[/] {counts_text(c['counts'])}", soft_wrap=True)
     print_table(["name", "status", "queue", "attempt", "detail"], [
         [t["name"], t["status"], t["queue"], t["attempt"],
          ((t.get("error") or t.get("note") or "").splitlines() or [""])[0][:70]]

@@ -12,7 +12,7 @@ import click
 
 from shared.cli.main import cli, handle_errors, settings_from, store_option
 from shared.cli.render import print_status, print_table, progress_bar
-from shared.client import WorkflowClient
+from shared.client import WorkflowClient, row_summary
 from shared.core.model import TASK_STATUSES, WORKFLOW_STATUSES
 from shared.errors import DagqError, DefinitionError
 from shared.loader import load_file
@@ -108,6 +108,9 @@ def status(ctx: click.Context, workflow_id: str, as_json: bool, store: str | Non
     """Show a workflow's status, counts and tasks."""
     client = open_client(ctx, store)
     summary = client.summary(workflow_id)
+    children = [row_summary(r) for r in client.descendants(workflow_id)]
+    if children:
+        summary["children"] = children
     if as_json:
         emit_json(summary)
         return

@@ -192,11 +192,13 @@ def _unknown_fields(data: Mapping[Any, Any], allowed: tuple[str, ...], prefix: s
 
 # -- canonical forms ---------------------------------------------------------------------
 
-def definition_to_dict(defn: WorkflowDef) -> dict[str, Any]:
+def definition_to_dict(defn: WorkflowDef, *, factories: bool = False) -> dict[str, Any]:
     """Plain data for ``defn``: fields at their default are left out; loads back equal.
 
     Raises ``ValueError`` for a sub-workflow given by a Python factory (it has no
-    YAML/JSON form; call the factory first).
+    YAML/JSON form; call the factory first) unless ``factories`` is true, which writes
+    ``workflow: {factory: "module:function"}`` (for hashing: the parser never accepts it,
+    so text submitted over HTTP cannot make the coordinator import code).
     """
     out: dict[str, Any] = {"name": defn.name}
     if defn.description is not None:
@@ -211,11 +213,11 @@ def definition_to_dict(defn: WorkflowDef) -> dict[str, Any]:
         out["result_policy"] = defn.result_policy
     if defn.params:
         out["params"] = _plain(defn.params)
-    out["tasks"] = [_task_to_dict(t) for t in defn.tasks]
+    out["tasks"] = [_task_to_dict(t, factories) for t in defn.tasks]
     return out
 
 
-def _task_to_dict(task: TaskDef) -> dict[str, Any]:
+def _task_to_dict(task: TaskDef, factories: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"name": task.name}
     if task.merge:
         out["merge"] = True
@@ -230,10 +232,14 @@ def _task_to_dict(task: TaskDef) -> dict[str, Any]:
             out[key] = _number(value)
     sub = task.workflow
     if sub is not None:
-        if sub.factory is not None:
+        if sub.factory is not None and factories:
+            out["workflow"] = {"factory": sub.factory}
+        elif sub.factory is not None:
             raise ValueError(f"task {task.name!r} runs a sub-workflow made by the factory "
                              f"{sub.factory!r}, which has no YAML/JSON form; call it first")
-        out["workflow"] = definition_to_dict(sub.definition) if sub.definition else sub.path
+        else:
+            out["workflow"] = (definition_to_dict(sub.definition, factories=factories)
+                               if sub.definition else sub.path)
         if sub.params:
             out["params"] = _plain(sub.params)
     return out
@@ -262,7 +268,8 @@ def _plain(value: Any) -> Any:
 
 def canonical_json(defn: WorkflowDef) -> str:
     """Compact JSON of :func:`definition_to_dict` with sorted keys (stable across runs)."""
-    return json.dumps(definition_to_dict(defn), sort_keys=True, separators=(",", ":"),
+    return json.dumps(definition_to_dict(defn, factories=True), sort_keys=True,
+                      separators=(",", ":"),
                       ensure_ascii=False, allow_nan=False)
 
 
