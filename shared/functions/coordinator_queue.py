@@ -5,7 +5,7 @@ The host decodes the base64 the backend writes and hands over one message per ca
 host.json (``batchSize`` 1, ``newBatchThreshold`` 0) keeps one call at a time per
 instance. Instances can still overlap on one workflow: the ETag compare-and-swap makes
 that safe, at the cost of retried writes. A poison message is moved to the store's
-dead-letter queue (where ``dagq doctor`` lists it) and acknowledged.
+dead-letter queue with its reason and acknowledged.
 """
 
 import logging

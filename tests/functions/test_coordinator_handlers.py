@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from azure.functions.queue import QueueMessage
@@ -234,3 +235,11 @@ def test_storage_trigger_reads_the_wire_format_like_the_host(
         assert take_task(backend) == (wf, "b", 1)
     finally:
         rt.close()
+
+
+def test_each_thread_has_its_own_coordinator(runtime: Runtime) -> None:
+    mine = runtime.coordinator()
+    assert runtime.coordinator() is mine
+    with ThreadPoolExecutor(1) as pool:
+        theirs = pool.submit(runtime.coordinator).result()
+    assert theirs is not mine and theirs.backend is mine.backend
