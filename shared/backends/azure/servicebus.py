@@ -129,16 +129,17 @@ class ServiceBusQueue:
 
     def receive(self, max_messages: int, visibility_timeout_s: float,
                 wait_s: float = 0.0) -> list[Message]:
-        """Up to ``max_messages`` locked messages (one session's, on the completion queue);
-        the lock duration is the queue's, ``visibility_timeout_s`` is not used."""
+        """Up to ``max_messages`` locked messages (one session's, on the completion queue),
+        kept locked for at least ``visibility_timeout_s`` (at least the queue's lock
+        duration)."""
         wait = max(wait_s, MIN_WAIT)
         with self._lock, self._o.guard(f"receiving from queue {self._physical!r}"):
+            receiver = self._open_receiver(wait)
             try:
-                receiver = self._open_receiver(wait)
                 got = receiver.receive_messages(max_message_count=max_messages,
                                                 max_wait_time=wait)
             except OperationTimeoutError:  # no session had messages
-                return []
+                got = []
             finally:
                 self._o.plumbing.count("queue.receive")
             out = []
@@ -155,7 +156,10 @@ class ServiceBusQueue:
                 if not self._sessions:
                     self._o.renewer.register(receiver, m, visibility_timeout_s)
                 out.append(message)
-            if out and self._sessions and receiver.session is not None:
+            if self._sessions and not out:  # free the session for other consumers
+                self._session_receivers.remove(receiver)
+                receiver.close()
+            elif self._sessions and receiver.session is not None:
                 self._o.renewer.register(receiver, receiver.session, visibility_timeout_s)
             return out
 
@@ -255,7 +259,13 @@ class ServiceBusQueue:
             self._sender = self._o.client.get_queue_sender(self._physical)
         sender = self._sender
         batch = sender.create_message_batch()
-        for m in messages:
+        session: object = None
+        for m in sorted(messages, key=lambda m: m.session_id or ""):  # a batch: one session
+            if len(batch) and m.session_id != session:
+                sender.send_messages(batch)
+                self._o.plumbing.count("queue.send")
+                batch = sender.create_message_batch()
+            session = m.session_id
             try:
                 batch.add_message(m)
             except MessageSizeExceededError:

@@ -211,9 +211,15 @@ class StorageQueue:
         return str(self._client.queue_name)
 
     def create(self) -> None:
-        """Create the queue if it does not exist."""
+        """Create the queue if it does not exist. An identity allowed to send but not to
+        create queues (e.g. Storage Queue Data Message Sender) relies on the deployment
+        having created it."""
         with self._guard(f"creating queue {self._physical!r}"), suppress(ResourceExistsError):
-            self._client.create_queue()
+            try:
+                self._client.create_queue()
+            except HttpResponseError as exc:
+                if getattr(exc, "error_code", None) != "AuthorizationPermissionMismatch":
+                    raise
 
     def _send(self, body: bytes, visibility: int | None) -> None:
         self._client.send_message(body, visibility_timeout=visibility,
