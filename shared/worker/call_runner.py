@@ -10,7 +10,6 @@ non-zero.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -58,6 +57,8 @@ def main(argv: list[str]) -> int:
     try:
         result = fn(**args)
         if inspect.isawaitable(result):
+            import asyncio  # only for coroutine functions: it is slow to import
+
             result = asyncio.run(_wait(result))
     except Exception as exc:
         tb = exc.__traceback__
