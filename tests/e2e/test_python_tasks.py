@@ -60,6 +60,7 @@ def test_an_unimportable_function_fails_clearly_without_hanging(dagq: Dagq) -> N
     assert (row["status"], row["attempt"]) == ("failed", 2)
     assert row["error"].splitlines()[0] == ("cannot import 'no_such_pkg.models:train': "
                                             "ModuleNotFoundError: No module named 'no_such_pkg'")
+    assert dagq.status("wf-import")["status"] == "failed"
 
 
 def test_cancelling_a_running_function_task_kills_its_process(dagq: Dagq, tmp_path: Path) -> None:
