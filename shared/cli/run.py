@@ -22,6 +22,7 @@ from shared.core.model import TERMINAL_WORKFLOW_STATUSES, WorkflowDef
 from shared.loader import load_file
 from shared.ports import Backend
 from shared.wiring import backend_from_settings
+from shared.worker.processors import default_processors, load_processor
 from shared.worker.runtime import Worker
 
 
@@ -42,10 +43,14 @@ def queues_of(defn: WorkflowDef) -> set[str]:
 class LocalRuntime:
     """A coordinator and one worker pool per queue, in threads of this process."""
 
-    def __init__(self, backend: Backend, settings: Any, queues: set[str], workers: int) -> None:
+    def __init__(self, backend: Backend, settings: Any, queues: set[str], workers: int,
+                 processors: tuple[str, ...] = ()) -> None:
         self.stop = threading.Event()
         self.coordinator = Coordinator(backend, settings)
-        self.workers = [Worker(backend, settings, q, concurrency=workers) for q in sorted(queues)]
+        self.workers = [
+            Worker(backend, settings, q, concurrency=workers,
+                   processors=[load_processor(p) for p in processors] + default_processors())
+            for q in sorted(queues)]
         self.threads = [threading.Thread(target=self.coordinator.run, args=(self.stop,),
                                          name="dagq-coordinator", daemon=True)]
         self.threads += [threading.Thread(target=w.run, kwargs={"install_signals": False},
@@ -72,19 +77,21 @@ class LocalRuntime:
 @click.option("--id", "workflow_id", default=None, help="Workflow id (idempotent).")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Worker slots per queue.")
+@click.option("--processor", "processors", multiple=True, metavar="MODULE:CLASS",
+              help="Custom processor tried before the built-in ones (repeatable).")
 @store_option
 @click.pass_context
 @handle_errors
 def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
-        store: str | None) -> None:
+        processors: tuple[str, ...], store: str | None) -> None:
     """Run FILE to the end with live progress; exit 0 if it completed. Ctrl-C cancels it."""
     settings = settings_from(ctx, store)
     defn = load_file(file)
     backend = backend_from_settings(settings)
     client = WorkflowClient(backend)
+    runtime = LocalRuntime(backend, settings, queues_of(defn), workers, processors)
     wf_id = client.submit(defn, workflow_id=workflow_id).id
     click.echo(wf_id)
-    runtime = LocalRuntime(backend, settings, queues_of(defn), workers)
     interrupted = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
     runtime.start()

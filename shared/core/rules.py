@@ -16,11 +16,11 @@ MAX_NAME_LENGTH = 200
 MAX_NESTING = 64
 """Deepest nesting of lists and mappings accepted in ``kwargs`` and ``params``."""
 QUEUE_RULE = (
-    "use 1-40 characters of lowercase letters, digits and single hyphens, starting and "
+    "use 1-36 characters of lowercase letters, digits and single hyphens, starting and "
     "ending with a letter or digit (queue names become Azure queue names, which allow "
     "nothing else)"
 )
-_QUEUE_RE = re.compile(r"[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,39}")
+_QUEUE_RE = re.compile(r"[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,35}")
 _FORBIDDEN_IN_NAMES = "\\#?"
 _BAD_IN_NAMES = re.compile(r"[\\#?\x00-\x1f\x7f-\x9f]")
 
@@ -49,7 +49,7 @@ def queue_problem(queue: object) -> str | None:
         return f"queue name must be a string, got {describe(queue)}"
     if _QUEUE_RE.fullmatch(queue):
         return None
-    folded = re.sub(r"[^a-z0-9]+", "-", queue.lower()).strip("-")[:40].strip("-")
+    folded = re.sub(r"[^a-z0-9]+", "-", queue.lower()).strip("-")[:36].strip("-")
     hint = f"; did you mean {folded!r}?" if folded and _QUEUE_RE.fullmatch(folded) else ""
     return f"queue name {queue!r} is not allowed: {QUEUE_RULE}{hint}"
 

@@ -35,6 +35,10 @@ Where = str | tuple[int, str]
 _SUGGEST_LIMIT = 20  # unknown-dependency suggestions are O(tasks) each; cap them
 
 
+_CALL_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+"""Shape of ``kwargs.call``: ``package.module:function``."""
+
+
 @dataclass
 class SourceMap:
     """How a parsed definition maps back to its source (built by the parser)."""
@@ -198,6 +202,17 @@ class _Checker:
         if cwd is not None and not isinstance(cwd, str):
             self.add(f"kwargs.cwd must be a directory path, got {describe(cwd)}",
                      (i, "kwargs.cwd"), name)
+        call = kwargs.get("call")
+        if "call" in kwargs and (not isinstance(call, str) or not _CALL_RE.fullmatch(call)):
+            self.add(f"kwargs.call must name a function as 'package.module:function', got "
+                     f"{describe(call)}", (i, "kwargs.call"), name)
+        if "call" in kwargs and "cmd" in kwargs:
+            self.add("give kwargs.cmd (a shell command) or kwargs.call (a Python function), "
+                     "not both", (i, "kwargs"), name)
+        args = kwargs.get("args")
+        if "call" in kwargs and args is not None and not isinstance(args, Mapping):
+            self.add(f"kwargs.args must be a mapping of keyword arguments, got "
+                     f"{describe(args)}", (i, "kwargs.args"), name)
 
     def check_subworkflow(self, i: int, t: TaskDef) -> None:
         sub, name, where = t.workflow, t.name, (i, "workflow")

@@ -58,9 +58,9 @@ def test_every_accepted_prefix_yields_valid_azure_names(raw: str) -> None:
     ("azure:///prefix", ["names no storage account"]),
     ("azure://Bad_Account!/p", ["not a storage account name"]),
     ("azure://ab/prefix", ["not a storage account name"]),
-    ("azure://acct123/--", ["prefix", "3-24", "starting with a letter"]),
+    ("azure://acct123/--", ["prefix", "1-24", "starting with a letter"]),
     ("azure://acct123/1abc", ["starting with a letter"]),
-    ("azure://acct123/" + "x" * 25, ["3-24"]),
+    ("azure://acct123/" + "x" * 25, ["1-24"]),
     ("blob://acct123/p", ["azure://ACCOUNT/PREFIX"]),
 ])
 def test_unusable_store_urls_are_explained(url: str, words: list[str]) -> None:

@@ -168,7 +168,7 @@ def test_empty_or_wrong_task_list() -> None:
 
 
 @pytest.mark.parametrize(("queue", "ok"), [
-    ("a", True), ("gpu-a100", True), ("0cpu", True), ("x" * 40, True), ("x" * 41, False),
+    ("a", True), ("gpu-a100", True), ("0cpu", True), ("x" * 36, True), ("x" * 37, False),
     ("", False), ("-cpu", False), ("cpu-", False), ("cpu--x", False), ("Cpu", False),
     ("cpu_x", False), ("cpu.x", False),
 ])

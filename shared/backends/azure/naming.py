@@ -2,7 +2,7 @@
 
 ``DAGQ_STORE=azure://ACCOUNT/PREFIX``: the prefix is lower-cased and every run of other
 characters than letters and digits is folded to one ``-`` (leading and trailing ones are
-dropped). The folded prefix ``p`` must be 3-24 characters and start with a letter, so that
+dropped). The folded prefix ``p`` must be 1-24 characters and start with a letter, so that
 every derived name obeys Azure's rules:
 
 - containers and queues: 3-63 characters, lower-case letters, digits and single hyphens,
@@ -116,11 +116,11 @@ def parse_store_url(url: str) -> StoreNames:
         )
     raw = parts.path.strip("/") or DEFAULT_PREFIX
     prefix = fold(raw)
-    if not (3 <= len(prefix) <= 24) or not prefix[0].isalpha():
+    if not (1 <= len(prefix) <= 24) or not prefix[0].isalpha():
         raise ConfigError(
             f"DAGQ_STORE={url!r}: the prefix {raw!r} cannot name Azure containers, tables and "
             f"queues (it folds to {prefix!r}). After lower-casing and folding other characters "
-            "to '-', a prefix must be 3-24 letters, digits and hyphens starting with a letter "
+            "to '-', a prefix must be 1-24 letters, digits and hyphens starting with a letter "
             f"({_STORE_EXAMPLE})"
         )
     return StoreNames(account=account, prefix=prefix)
