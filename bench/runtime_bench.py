@@ -2,8 +2,8 @@
 store requests per task and peak memory, with a coordinator and a worker already running.
 
     .venv/bin/python bench/runtime_bench.py                 # embedded SQLite store
-    .venv/bin/python bench/runtime_bench.py --store azure://devstoreaccount1/bench \\
-        --connection-string "$AZURITE"                      # any store, e.g. Azurite
+    .venv/bin/python bench/runtime_bench.py --azurite       # the project's Azurite
+    .venv/bin/python bench/runtime_bench.py --store azure://ACCOUNT/PREFIX  # any store
 
 Scenarios: (a) fan-out/fan-in of 1 root, N parallel `true` tasks and 1 sink; (b) a chain;
 (c) a lattice of layers where each task depends on every task of the layer before;
@@ -40,8 +40,8 @@ DAGQ = str(Path(sys.executable).parent / "dagq")
 def fan(n: int) -> WorkflowDef:
     """1 root, ``n`` parallel tasks, 1 sink."""
     mids = tuple(TaskDef(f"t{i}", {"cmd": "true"}, ("root",)) for i in range(n))
-    return WorkflowDef("bench-fan", (TaskDef("root", {"cmd": "true"}), *mids,
-                                      TaskDef("sink", {"cmd": "true"}, tuple(t.name for t in mids))))
+    sink = TaskDef("sink", {"cmd": "true"}, tuple(t.name for t in mids))
+    return WorkflowDef("bench-fan", (TaskDef("root", {"cmd": "true"}), *mids, sink))
 
 
 def chain(n: int) -> WorkflowDef:
@@ -132,6 +132,8 @@ def main() -> None:
     parser.add_argument("--store", default=None, help="store URL (default: a temp SQLite file)")
     parser.add_argument("--connection-string", default=None,
                         help="DAGQ_STORAGE_CONNECTION_STRING for azure:// stores")
+    parser.add_argument("--azurite", action="store_true",
+                        help="start the project's Azurite and benchmark the Azure backend")
     parser.add_argument("--slots", type=int, default=2, help="worker slots")
     parser.add_argument("--fanout", type=int, default=1000)
     parser.add_argument("--chain", type=int, default=200)
@@ -143,6 +145,24 @@ def main() -> None:
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="dagq-bench-"))
+    azurite = None
+    if args.azurite:
+        from tests.fixtures.azurite import _start, connection_string
+
+        azurite, ports = _start(tmp)
+        args.connection_string = connection_string(ports)
+        args.store = f"azure://devstoreaccount1/bench{os.getpid()}"
+    try:
+        run(args, tmp)
+    finally:
+        if azurite is not None:
+            from tests.fixtures.azurite import _stop
+
+            _stop(azurite)
+
+
+def run(args: argparse.Namespace, tmp: Path) -> None:
+    """Run every scenario and print the figures."""
     store = args.store or f"sqlite:{tmp / 'bench.db'}"
     stats_file = tmp / "stats.jsonl"
     env = dict(os.environ, DAGQ_STORE=store, DAGQ_STATS_FILE=str(stats_file),
@@ -183,8 +203,9 @@ def main() -> None:
             results["requests_by_kind"][kind] = results["requests_by_kind"].get(kind, 0) + n
     results["peak_rss_mb"] = {r["role"]: round(r["max_rss_kb"] / 1024, 1) for r in records}
 
-    if not args.store:  # a fresh store for the coordinator-only run
-        os.environ["DAGQ_STORE"] = f"sqlite:{tmp / 'synthetic.db'}"
+    # a fresh store for the coordinator-only run
+    os.environ["DAGQ_STORE"] = (f"{store}syn" if store.startswith("azure:")
+                                else f"sqlite:{tmp / 'synthetic.db'}")
     secs, applied = synthetic(Settings.from_env(), args.synthetic)
     results["coordinator_completions_per_s"] = applied / secs
     results["peak_rss_mb"]["bench+synthetic coordinator"] = round(

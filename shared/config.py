@@ -31,6 +31,12 @@ class Settings:
     """``DAGQ_SERVICEBUS_CONNECTION_STRING``: used instead of a credential for Service Bus."""
     batch_size: int = 32
     """``DAGQ_BATCH_SIZE``: completions the coordinator takes per receive."""
+    batch_wait: float = 0.05
+    """``DAGQ_BATCH_WAIT``: after a partial batch from a remote queue, wait this long so the
+    next receive takes more at once (fewer requests per task; unused on SQLite)."""
+    index_interval: float = 1.0
+    """``DAGQ_INDEX_INTERVAL``: least seconds between index-row count updates of one
+    workflow (status changes are written at once)."""
     visibility_timeout: float = 60.0
     """``DAGQ_VISIBILITY_TIMEOUT``: seconds a received message stays hidden."""
     idle_poll: float = 0.5
@@ -53,6 +59,9 @@ class Settings:
     """``DAGQ_KILL_TIMEOUT``: seconds between SIGTERM and SIGKILL of a task."""
     max_idle_backoff: float = 2.0
     """``DAGQ_MAX_IDLE_BACKOFF``: upper bound of a worker's empty-queue back-off."""
+    heartbeat_interval: float = 10.0
+    """``DAGQ_HEARTBEAT_INTERVAL``: seconds between a worker's heartbeats; a worker is live
+    while its last heartbeat is younger than three intervals."""
     max_request_bytes: int = 16 * 1024 * 1024
     """``DAGQ_MAX_REQUEST_BYTES``: largest HTTP request body accepted."""
 
@@ -91,6 +100,9 @@ class Settings:
         for name in ("batch_size", "max_deliveries"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"DAGQ_{name.upper()} must be at least 1 (e.g. 32)")
+        if self.heartbeat_interval <= 0:
+            raise ConfigError(f"DAGQ_HEARTBEAT_INTERVAL={self.heartbeat_interval:g} must be "
+                              "above 0 seconds (e.g. DAGQ_HEARTBEAT_INTERVAL=10)")
 
     @property
     def is_embedded(self) -> bool:

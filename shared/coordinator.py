@@ -85,9 +85,12 @@ class Coordinator:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._sent: dict[str, set[str]] = {}
         self._unflushed: dict[str, float] = {}
-        self._index_seen: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
+        self._index_seen: dict[str, tuple[tuple[str, tuple[tuple[str, int], ...]], float]] = {}
+        self._index_dirty: dict[str, WorkflowState] = {}
         self._lock = threading.RLock()
         self._last_sweep = 0.0
+        self._batch_wait = 0.0 if settings.is_embedded else settings.batch_wait
+        self._pending_wait = False
         parallel = bool(getattr(backend, "parallel_io", False))
         self._pool = ThreadPoolExecutor(8, "dagq-coord") if parallel else None
 
@@ -112,10 +115,15 @@ class Coordinator:
 
     def step(self, wait_s: float = 0.0) -> int:
         """Receive and apply one batch; returns the number of messages handled."""
+        if self._pending_wait:  # let a remote queue fill the next batch: fewer requests
+            self._pending_wait = False
+            time.sleep(self._batch_wait)
         msgs = self.completions.receive(
             self.settings.batch_size, self.settings.visibility_timeout, wait_s=wait_s)
         if not msgs:
             return 0
+        if self._batch_wait and len(msgs) < self.settings.batch_size:
+            self._pending_wait = True
         crash_point("after_receive")
         groups: dict[str, list[tuple[Message, CompletionQueueMessage]]] = {}
         for msg in msgs:
@@ -224,6 +232,8 @@ class Coordinator:
                    if e.key in before]
             if not mine and not due and set(state.outbox) == before and _noop(effects):
                 self._update_index(state, now)
+                for eff in effects:  # a batch of only duplicates changes nothing
+                    self.stats.counts["duplicates"] += len(eff.ignored)
                 return effects
             try:
                 etag = self.backend.states.replace(workflow_id, dumps(state), cached.etag)
@@ -268,10 +278,19 @@ class Coordinator:
             self._sent.setdefault(state.workflow_id, set()).update(sent)
             self._unflushed.setdefault(state.workflow_id, self.clock())
 
-    def _update_index(self, state: WorkflowState, now: float) -> None:
+    def _update_index(self, state: WorkflowState, now: float, force: bool = False) -> None:
+        """Write status and counts to the index row: at once when the status changes,
+        otherwise at most every ``DAGQ_INDEX_INTERVAL`` seconds (the rest by ``flush``)."""
         counts = state.counts()
         key = (state.status, tuple(sorted(counts.items())))
-        if self._index_seen.get(state.workflow_id) == key:
+        seen = self._index_seen.get(state.workflow_id)
+        if seen is not None and seen[0] == key:
+            self._index_dirty.pop(state.workflow_id, None)
+            return
+        if (not force and seen is not None and seen[0][0] == state.status
+                and now - seen[1] < self.settings.index_interval):
+            with self._lock:
+                self._index_dirty[state.workflow_id] = state
             return
         try:
             self.backend.index.update_progress(
@@ -279,7 +298,9 @@ class Coordinator:
         except NotFound:
             log.warning("workflow %s has a state but no index row", state.workflow_id)
             return
-        self._index_seen[state.workflow_id] = key
+        with self._lock:
+            self._index_seen[state.workflow_id] = (key, now)
+            self._index_dirty.pop(state.workflow_id, None)
         if state.status in TERMINAL_WORKFLOW_STATUSES:
             log.info("workflow %s %s %s", state.workflow_id, state.status, dict(counts))
 
@@ -309,6 +330,12 @@ class Coordinator:
         for wf in ready:
             if self._sent.get(wf):
                 self.commit(wf, lambda state: [])
+        with self._lock:
+            dirty = [s for wf, s in self._index_dirty.items()
+                     if now - self._index_seen.get(wf, ((), 0.0))[1]
+                     >= self.settings.index_interval]
+        for state in dirty:
+            self._update_index(state, self.clock(), force=True)
 
     def sweep(self, now: float) -> None:
         """Apply cancel requests, start stale pending workflows, re-send lost dispatches
