@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from shared.backends.sqlite import SqliteBackend
 from shared.core.model import TaskDef, WorkflowDef
 from shared.errors import CronError, DefinitionError, PreconditionFailed
+from shared.loader import load_file
 from shared.schedules import (
     HISTORY,
     PARTITION,
@@ -61,10 +63,10 @@ def test_unknown_names_raise_schedule_not_found(store: ScheduleStore) -> None:
 
 
 def test_pause_and_resume_are_stored(store: ScheduleStore, workflow: WorkflowDef,
-                                     db_path: object) -> None:
+                                     db_path: Path) -> None:
     store.add(make_spec("job"), workflow)
     assert store.pause("job").spec.paused is True
-    reopened = SqliteBackend(store.backend.path)  # type: ignore[attr-defined]
+    reopened = SqliteBackend(db_path)
     try:
         assert ScheduleStore(reopened).get("job").spec.paused is True
     finally:
@@ -147,3 +149,15 @@ def test_summary_and_detail(store: ScheduleStore, workflow: WorkflowDef) -> None
     assert (info["last_run"], info["runs"], info["missed"]) == (None, [], [])
     assert info["definition"]["name"] == "report"
     assert summary(store, store.pause("nightly"), T0)["next_run"] is None
+
+
+def test_child_workflow_files_are_stored_inline(store: ScheduleStore, tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text(
+        "name: child\ntasks:\n  - name: c\n    kwargs: {cmd: 'true'}\n")
+    (tmp_path / "parent.yaml").write_text(
+        "name: parent\ntasks:\n  - name: p\n    workflow: child.yaml\n")
+    store.add(make_spec("nested"), load_file(tmp_path / "parent.yaml"))
+    (tmp_path / "child.yaml").unlink()  # the schedule no longer needs the files
+    [task] = store.get("nested").definition.tasks
+    assert task.workflow is not None and task.workflow.definition is not None
+    assert task.workflow.definition.tasks[0].name == "c"
