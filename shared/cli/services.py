@@ -94,7 +94,7 @@ def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float
     settings = settings_from(ctx, store, max_idle_backoff=max_idle_backoff)
     backend = backend_from_settings(settings)
     if check:
-        ok = check_local(backend.records, queue, time.time())
+        ok = check_local(backend.records, queue, time.time(), settings.heartbeat_interval)
         click.echo("healthy" if ok else f"no live worker for {queue!r} on this host", err=True)
         sys.exit(0 if ok else 1)
     procs = [load_processor(p) for p in processors] + default_processors()
@@ -111,6 +111,13 @@ def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float
     sys.exit(code)
 
 
+def _running(keys: object, show: int = 3) -> str:
+    """``N: key, key, ...`` of the tasks a worker runs."""
+    names = [str(k) for k in keys] if isinstance(keys, list) else []
+    more = f", +{len(names) - show}" if len(names) > show else ""
+    return f"{len(names)}" + (f": {', '.join(names[:show])}{more}" if names else "")
+
+
 @cli.command()
 @click.option("--stale-pending", type=float, default=120.0, show_default=True,
               help="Flag pending workflows older than this many seconds.")
@@ -123,10 +130,10 @@ def doctor(ctx: click.Context, stale_pending: float, store: str | None) -> None:
     backend = backend_from_settings(settings)
     now = time.time()
     problems = 0
-    workers = live_workers(backend.records, now)
-    click.echo("workers:")
-    rows = [[q, w["id"], len(w.get("running") or []),  # type: ignore[arg-type]
-             f"{now - float(w['last_seen']):.0f}s ago"]  # type: ignore[arg-type]
+    workers = live_workers(backend.records, now, settings.heartbeat_interval)
+    click.echo("live workers:")
+    rows = [[q, w["id"], _running(w.get("running")),
+             f"{now - float(str(w['last_seen'])):.0f}s ago"]
             for q, ws in sorted(workers.items()) for w in ws]
     print_table(["queue", "worker", "running", "last seen"], rows) if rows else click.echo("  none")
     for q in sorted(set(backend.queues.names()) - {COMPLETIONS}):

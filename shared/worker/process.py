@@ -112,6 +112,11 @@ def run_process(
         if on_start is not None:
             on_start(proc.pid)
         rc = proc.wait()
+        if watch.stopped or watch.timed_out:
+            # the shell leader dies at once on SIGTERM; the program it started keeps its
+            # grace (the watchdog still SIGKILLs the group after ``kill_timeout``)
+            while _group_alive(proc.pid) and watch.term_at != float("inf"):
+                time.sleep(0.05)
     finally:
         _WATCHDOG.remove(proc.pid)
     # the group may outlive its leader (background children): make sure it is gone
@@ -124,6 +129,16 @@ def run_process(
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def read_tail(path: Path, size: int = TAIL_BYTES) -> str:

@@ -28,11 +28,12 @@ from shared.client import COMPLETIONS, fetch_verified
 from shared.config import Settings
 from shared.core.model import OutputRef
 from shared.crashpoints import crash_point
-from shared.errors import BadMessage, DagqError, NotFound
+from shared.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
 from shared.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
 from shared.ports import Backend, Message
+from shared.worker.dirsync import DirSync, default_interval, dir_prefix, parse_spec
 from shared.worker.gpu import GpuPool
-from shared.worker.heartbeat import Heartbeat
+from shared.worker.heartbeat import Heartbeat, prune
 from shared.worker.processors import Outcome, Processor, TaskContext, default_processors
 
 log = logging.getLogger("dagq.worker")
@@ -85,7 +86,9 @@ class Worker:
         self._lock = threading.Lock()
         self._shutdown = threading.Event()
         self._last_active = time.monotonic()
-        self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name)
+        self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name,
+                                   settings.heartbeat_interval)
+        self.dirsync_interval = default_interval()
         self._task_env = _task_env(settings)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -95,6 +98,7 @@ class Worker:
             signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
             signal.signal(signal.SIGINT, lambda *_: self.shutdown())
         started = time.monotonic()
+        prune(self.backend.records, time.time())
         self.heartbeat.beat(self.running_tasks())
         slots = [threading.Thread(target=self._slot, name=f"dagq-slot-{i}", daemon=True)
                  for i in range(self.concurrency)]
@@ -131,8 +135,13 @@ class Worker:
     def _slot(self) -> None:
         backoff = 0.05
         while not self._shutdown.is_set():
-            msgs = self.queue.receive(1, self.settings.visibility_timeout,
-                                      wait_s=min(backoff, 0.25))
+            try:
+                msgs = self.queue.receive(1, self.settings.visibility_timeout,
+                                          wait_s=min(backoff, 0.25))
+            except DagqError as exc:  # a store hiccup must not cost the worker a slot
+                log.warning("receiving from queue %r failed (retrying): %s", self.queue_name, exc)
+                self._shutdown.wait(max(backoff, 1.0))
+                continue
             if not msgs:
                 backoff = min(backoff * 2, max(self.settings.max_idle_backoff, 0.05))
                 if self._idle_expired():
@@ -143,7 +152,10 @@ class Worker:
             if self._shutdown.is_set():
                 self.queue.release(msgs[0])
                 break
-            self._handle(msgs[0])
+            try:
+                self._handle(msgs[0])
+            except Exception:  # the message reappears after its visibility timeout
+                log.exception("handling %s failed; it will be delivered again", msgs[0].id)
             self._touch()
 
     def _touch(self) -> None:
@@ -180,8 +192,20 @@ class Worker:
         workdir = Path(tempfile.mkdtemp(prefix="dagq-task-"))
         gpus = self.gpu_pool.acquire() if self.gpu_pool else None
         try:
-            ctx = self._context(run, workdir, gpus)
-            outcome = self._run_processor(ctx)
+            try:
+                ctx = self._context(run, workdir, gpus)
+            except StoreUnavailable:
+                raise
+            except DagqError as exc:  # e.g. a corrupt or missing upstream output
+                ctx = self._context(run, workdir, gpus, resolve=False)
+                outcome = Outcome(False, f"could not prepare the task's inputs: {exc}")
+            else:
+                sync = self._start_dirsync(task)
+                try:
+                    outcome = self._run_processor(ctx)
+                finally:
+                    if sync is not None:
+                        self._finish_dirsync(sync)
             if outcome.stopped and self._shutdown.is_set() and not run.cancelled:
                 self.queue.release(run.message)
                 self.stats["released"] += 1
@@ -202,9 +226,10 @@ class Worker:
                 self.gpu_pool.release(gpus)
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _context(self, run: _Running, workdir: Path, gpus: list[str] | None) -> TaskContext:
+    def _context(self, run: _Running, workdir: Path, gpus: list[str] | None,
+                 resolve: bool = True) -> TaskContext:
         task = run.task
-        inputs = self._resolve_inputs(task)
+        inputs = self._resolve_inputs(task) if resolve else {}
         inputs_file = workdir / "inputs.json"
         inputs_file.write_text(json.dumps(inputs))
         output_file = workdir / "output.json"
@@ -232,6 +257,31 @@ class Worker:
             ref = ref_from_json(value)
             out[name] = json.loads(fetch_verified(self.backend, ref)) if ref else value
         return out
+
+    def _start_dirsync(self, task: TaskMessage) -> DirSync | None:
+        """A started ``DirSync`` if the task asks for one (a bad spec is logged, not fatal)."""
+        value = task.kwargs.get("bg_dirsync_to")
+        if value is None:
+            return None
+        cwd = task.kwargs.get("cwd")
+        try:
+            spec = parse_spec(value, task=task.task, cwd=str(cwd) if cwd else None,
+                              default_every=self.dirsync_interval)
+        except TaskError as exc:
+            log.error("%s: not syncing a directory: %s", task.key, exc)
+            return None
+        sync = DirSync(self.backend.outputs, spec.path, dir_prefix(task.workflow_id, spec.name),
+                       spec.every_s, label=task.key)
+        sync.start()
+        return sync
+
+    def _finish_dirsync(self, sync: DirSync) -> None:
+        sync.stop()
+        self.stats["dirsync_uploads"] += sync.uploads
+        self.stats["dirsync_unchanged"] += sync.unchanged
+        self.stats["dirsync_errors"] += sync.errors
+        log.info("dirsync %s -> %s: %d file(s) uploaded, %d unchanged, %d failed round(s)",
+                 sync.local, sync.prefix, sync.uploads, sync.unchanged, sync.errors)
 
     def _run_processor(self, ctx: TaskContext) -> Outcome:
         for proc in self.processors:
