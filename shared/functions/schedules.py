@@ -166,7 +166,7 @@ def schedules_blueprint(runtime: Runtime, timer_schedule: str = TICK_SCHEDULE) -
 
     @bp.function_name("schedule_ticker")
     @bp.timer_trigger(arg_name="timer", schedule=timer_schedule, run_on_startup=False,
-                      use_monitor=True)
+                      use_monitor=False)  # missed ticks are the ticker's own business
     def schedule_ticker(timer: func.TimerRequest) -> None:
         if timer.past_due:
             log.info("schedule ticker is running late")

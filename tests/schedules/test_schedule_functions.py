@@ -61,6 +61,7 @@ def test_registration_and_bindings(runtime: Runtime) -> None:
     assert set(functions) == NAMES
     [timer] = functions["schedule_ticker"]["bindings"]
     assert (timer["type"], timer["schedule"]) == ("timerTrigger", TICK_SCHEDULE)
+    assert (timer["runOnStartup"], timer["useMonitor"]) == (False, False)
     for name in NAMES - {"schedule_ticker"}:
         [trigger] = [b for b in functions[name]["bindings"] if b["direction"] == "IN"]
         assert (trigger["type"], trigger["authLevel"]) == ("httpTrigger", "FUNCTION")
