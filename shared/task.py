@@ -5,7 +5,8 @@
     set_output({"mae": 0.03})
 
 Outputs and inputs work without a store; helpers that need one (real upstreams behind
-merge nodes, cancellation, file stashing) open the store named by ``DAGQ_STORE``.
+merge nodes, cancellation, file stashing, synced directories) open the store named by
+``DAGQ_STORE``.
 """
 
 from __future__ import annotations
@@ -120,6 +121,20 @@ def fetch_file(ref: dict[str, Any], dest: str | Path) -> Path:
         target = target / str(info.get("filename") or Path(obj).name)
     target.write_bytes(data)
     return target
+
+
+def fetch_dir(task: str | None = None, dest: str | Path = ".",
+              workflow_id: str | None = None) -> list[Path]:
+    """Download the directory that ``task`` synced with ``kwargs.bg_dirsync_to`` into
+    ``dest``, verifying each file's MD5; returns the paths written.
+
+    ``task`` defaults to this task (a retried attempt resuming from its checkpoints) and
+    may be the ``dest`` name a sync spec gave; ``workflow_id`` defaults to this workflow.
+    """
+    from shared.worker.dirsync import download_synced
+
+    wf = workflow_id or _env("DAGQ_WORKFLOW_ID")
+    return download_synced(_backend().outputs, wf, task or _env("DAGQ_TASK"), Path(dest))
 
 
 @functools.lru_cache(maxsize=1)
