@@ -90,12 +90,13 @@ def build_blueprints(env: Mapping[str, str] | None = None,
     from shared.functions.coordinator_queue import storage_queue_blueprint
     from shared.functions.coordinator_sb import servicebus_blueprint
     from shared.functions.http_api import http_blueprint
+    from shared.functions.schedules import schedules_blueprint
     from shared.functions.timers import timers_blueprint
 
     env = os.environ if env is None else env
     runtime = runtime or Runtime(env)
     trigger = coordinator_trigger(env)
-    blueprints = [http_blueprint(runtime, trigger)]
+    blueprints = [http_blueprint(runtime, trigger), schedules_blueprint(runtime)]
     if trigger != "none":
         _check_queue_setting(env)
         make = servicebus_blueprint if trigger == "servicebus" else storage_queue_blueprint

@@ -28,7 +28,11 @@ SERVICEBUS = {**AZURE, "DAGQ_QUEUES": "sb://my-namespace",
               "DAGQ_COORDINATOR_TRIGGER": "servicebus"}
 STORAGE = {**AZURE, "DAGQ_COORDINATOR_TRIGGER": "storage_queue"}
 HTTP_NAMES = {"submit_workflow", "validate_workflow", "list_workflows", "get_workflow",
-              "list_tasks", "cancel_workflow", "retry_workflow", "health", "openapi"}
+              "list_tasks", "cancel_workflow", "retry_workflow", "health", "openapi",
+              "list_schedules", "add_schedule", "get_schedule", "remove_schedule",
+              "pause_schedule", "resume_schedule"}
+ALWAYS = HTTP_NAMES | {"schedule_ticker"}
+"""Functions registered whatever the coordinator trigger."""
 
 
 def indexed(env: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -45,7 +49,7 @@ def trigger_of(function_json: dict[str, Any]) -> dict[str, Any]:
 
 def test_servicebus_registration() -> None:
     functions = indexed(SERVICEBUS)
-    assert set(functions) == HTTP_NAMES | {"coordinator_servicebus", "repair_sweep"}
+    assert set(functions) == ALWAYS | {"coordinator_servicebus", "repair_sweep"}
     sb = trigger_of(functions["coordinator_servicebus"])
     assert sb == {"direction": "IN", "type": "serviceBusTrigger", "name": "messages",
                   "connection": "ServiceBusConnection", "queueName": "%DAGQ_COMPLETION_QUEUE%",
@@ -54,7 +58,7 @@ def test_servicebus_registration() -> None:
 
 def test_storage_queue_registration() -> None:
     functions = indexed(STORAGE)
-    assert set(functions) == HTTP_NAMES | {"coordinator_queue", "repair_sweep"}
+    assert set(functions) == ALWAYS | {"coordinator_queue", "repair_sweep"}
     assert trigger_of(functions["coordinator_queue"]) == {
         "direction": "IN", "type": "queueTrigger", "name": "message",
         "queueName": "%DAGQ_COMPLETION_QUEUE%", "connection": "AzureWebJobsStorage"}
@@ -74,8 +78,8 @@ def test_timer_and_http_bindings() -> None:
 
 
 def test_without_a_coordinator_only_http_is_registered() -> None:
-    assert set(indexed({"DAGQ_STORE": "sqlite:/tmp/x.db"})) == HTTP_NAMES
-    assert set(indexed({**AZURE, "DAGQ_COORDINATOR_TRIGGER": "none"})) == HTTP_NAMES
+    assert set(indexed({"DAGQ_STORE": "sqlite:/tmp/x.db"})) == ALWAYS
+    assert set(indexed({**AZURE, "DAGQ_COORDINATOR_TRIGGER": "none"})) == ALWAYS
 
 
 @pytest.mark.parametrize(("env", "expected"), [
@@ -119,7 +123,7 @@ def test_function_app_module_registers_per_app_setting(env: dict[str, str],
                          capture_output=True, text=True, check=True).stdout
     names = set(json.loads(out))
     extra = {coordinator, "repair_sweep"} if coordinator else set()
-    assert names == HTTP_NAMES | extra
+    assert names == ALWAYS | extra
 
 
 def openapi() -> dict[str, Any]:
@@ -184,7 +188,7 @@ def test_local_settings_example_lists_and_explains_every_setting() -> None:
     assert dagq | functions_only <= set(values)
     assert values["AzureWebJobsStorage"] == "UseDevelopmentStorage=true"
     Settings.from_env(values)  # every example value is valid
-    assert set(indexed(values)) == HTTP_NAMES | {"coordinator_queue", "repair_sweep"}
+    assert set(indexed(values)) == ALWAYS | {"coordinator_queue", "repair_sweep"}
 
 
 def test_requirements_cover_the_package_dependencies() -> None:
