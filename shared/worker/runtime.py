@@ -2,9 +2,10 @@
 
 For each message: decode, write the inputs file, run the task through a processor,
 publish its output (inline up to 32 KB, else in output storage), send the completion,
-then delete the message. A monitor thread keeps running messages invisible, polls the
-workflow's cancel flag and writes heartbeats. SIGTERM stops taking work, stops running
-tasks and releases their messages so another worker takes them at once.
+then delete the message. A monitor thread keeps running messages invisible (until their
+tasks have exited, also while draining), polls the workflow's cancel flag and writes
+heartbeats. SIGTERM stops taking work, stops running tasks and releases their messages
+so another worker takes them at once.
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ class _Running:
     hidden_until: float = 0.0
     next_cancel_check: float = 0.0
     cancelled: bool = False
+    lease: threading.Lock = field(default_factory=threading.Lock)
+    """Held while extending; ``finished`` under it means: never extend again."""
+    finished: bool = False
+
+    def end_lease(self) -> Message:
+        """Stop extensions (so none races a release or delete); the current message."""
+        with self.lease:
+            self.finished = True
+            return self.message
 
 
 class Worker:
@@ -85,6 +95,7 @@ class Worker:
         self._running: dict[str, _Running] = {}
         self._lock = threading.Lock()
         self._shutdown = threading.Event()
+        self._slots_done = threading.Event()
         self._last_active = time.monotonic()
         self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name,
                                    settings.heartbeat_interval)
@@ -108,6 +119,7 @@ class Worker:
         for t in slots:
             t.join()
         self._shutdown.set()
+        self._slots_done.set()
         monitor.join(timeout=5)
         self.heartbeat.stop()
         log.info("worker %s stopped after %.1fs: %s", self.worker_id,
@@ -207,7 +219,7 @@ class Worker:
                     if sync is not None:
                         self._finish_dirsync(sync)
             if outcome.stopped and self._shutdown.is_set() and not run.cancelled:
-                self.queue.release(run.message)
+                self.queue.release(run.end_lease())
                 self.stats["released"] += 1
                 log.info("released %s for another worker (shutting down)", task.key)
                 return
@@ -218,7 +230,7 @@ class Worker:
             self.completions.send(completion.encode(), message_id=f"{task.key}/done",
                                   session_id=task.workflow_id)
             crash_point("worker_after_complete")
-            self.queue.delete(run.message)
+            self.queue.delete(run.end_lease())
             self.stats["cancelled" if run.cancelled else
                        "succeeded" if completion.success else "failed"] += 1
         finally:
@@ -322,7 +334,9 @@ class Worker:
     def _monitor(self) -> None:
         vis = self.settings.visibility_timeout
         next_beat = time.monotonic() + self.heartbeat.interval
-        while not self._shutdown.wait(0.2):
+        # runs until the slots are done, not just until shutdown: a draining task keeps
+        # its message hidden for as long as it takes to honour SIGTERM
+        while not self._slots_done.wait(0.2):
             now = time.monotonic()
             with self._lock:
                 running = list(self._running.values())
@@ -338,8 +352,11 @@ class Worker:
 
     def _extend(self, r: _Running, now: float) -> None:
         try:
-            r.message = self.queue.extend(r.message, self.settings.visibility_timeout)
-            r.hidden_until = now + self.settings.visibility_timeout
+            with r.lease:
+                if r.finished:
+                    return
+                r.message = self.queue.extend(r.message, self.settings.visibility_timeout)
+                r.hidden_until = now + self.settings.visibility_timeout
         except NotFound:
             log.warning("lost the lease on %s; another worker may run it too", r.task.key)
         except DagqError as exc:

@@ -80,13 +80,34 @@ def test_sigterm_releases_the_running_task_to_another_worker(stack: Stack) -> No
 
     # B gets the message well inside the visibility timeout (60 s): it was released
     assert stack.wait_terminal(wf, deadline_s=20) == "completed"
-    assert (probe / "second").read_text() == "1"
+    assert (probe / "second").read_text() == "1 after-term"
     assert stack.tasks(wf)["train"]["attempt"] == 1
 
     assert b.stop() == 0
     assert stack.heartbeat(b)["stopped"] is True  # type: ignore[index]
     res = stack.run("worker", "spot", "--check")
     assert res.returncode == 1 and "no live worker for 'spot' on this host" in res.stderr
+
+
+def test_a_draining_worker_keeps_the_message_hidden_until_its_task_has_exited(
+        sqlite_stack: Stack) -> None:
+    """The task needs longer to honour SIGTERM than the visibility timeout: worker B must
+    not start it while worker A's process still runs."""
+    stack, probe = sqlite_stack, sqlite_stack.root / "probe"
+    probe.mkdir()
+    env = {"DAGQ_VISIBILITY_TIMEOUT": "1"}
+    stack.coordinator()
+    a = stack.worker("spot", env=env)
+    wf = stack.submit("slow-drain", [{"name": "train", "kwargs": {
+        "cmd": f"{PY} {SCRIPTS / 'preempt.py'} {probe} 3"}}], default_queue="spot")
+    wait_file(probe / "first")
+    b = stack.worker("spot", env=env)
+    stack.wait_heartbeat(b)
+    a.popen.send_signal(signal.SIGTERM)
+    assert a.wait(30) == 0, a.text()
+    assert stack.wait_terminal(wf, deadline_s=30) == "completed"
+    assert (probe / "second").read_text() == "1 after-term"
+    assert stack.tasks(wf)["train"]["attempt"] == 1
 
 
 def test_a_killed_worker_stops_counting_as_live(sqlite_stack: Stack) -> None:
