@@ -32,6 +32,10 @@ class GpuPool:
         devices = gpus if gpus is not None else detect_gpus()
         if per_task < 1:
             raise ConfigError("--gpus-per-task must be at least 1")
+        repeated = sorted({g for g in devices if devices.count(g) > 1})
+        if repeated:
+            raise ConfigError(f"--gpus {','.join(devices)} names GPU(s) {','.join(repeated)} "
+                              "more than once; list each GPU once, e.g. --gpus 0,1,2,3")
         if len(devices) < per_task:
             raise ConfigError(
                 f"--gpus-per-task {per_task} needs at least {per_task} GPU(s) but "
