@@ -209,10 +209,35 @@ class _Checker:
         if "call" in kwargs and "cmd" in kwargs:
             self.add("give kwargs.cmd (a shell command) or kwargs.call (a Python function), "
                      "not both", (i, "kwargs"), name)
+        if "bg_dirsync_to" in kwargs:
+            self.check_dirsync(i, kwargs["bg_dirsync_to"], name)
         args = kwargs.get("args")
         if "call" in kwargs and args is not None and not isinstance(args, Mapping):
             self.add(f"kwargs.args must be a mapping of keyword arguments, got "
                      f"{describe(args)}", (i, "kwargs.args"), name)
+
+    def check_dirsync(self, i: int, value: object, name: str) -> None:
+        where = (i, "kwargs.bg_dirsync_to")
+        spec = {"path": value} if isinstance(value, str) else value
+        if not isinstance(spec, Mapping):
+            self.add("kwargs.bg_dirsync_to must be a directory path or a mapping "
+                     f"{{path, every_s, dest}}, got {describe(value)}", where, name)
+            return
+        unknown = sorted(set(spec) - {"path", "every_s", "dest"})
+        if unknown:
+            self.add(f"kwargs.bg_dirsync_to has unknown key(s) {', '.join(unknown)}; "
+                     "use path, every_s and dest", where, name)
+        path, every, dest = spec.get("path"), spec.get("every_s"), spec.get("dest")
+        if not isinstance(path, str) or not path.strip():
+            self.add("kwargs.bg_dirsync_to needs a non-empty directory path", where, name)
+        if every is not None and (isinstance(every, bool) or not isinstance(every, int | float)
+                                  or every <= 0):
+            self.add(f"kwargs.bg_dirsync_to.every_s must be seconds above 0, got "
+                     f"{describe(every)}", where, name)
+        if dest is not None and (not isinstance(dest, str) or not dest.strip()
+                                 or dest.startswith("/") or ".." in dest.split("/")):
+            self.add(f"kwargs.bg_dirsync_to.dest must be a relative name like 'ckpt', got "
+                     f"{describe(dest)}", where, name)
 
     def check_subworkflow(self, i: int, t: TaskDef) -> None:
         sub, name, where = t.workflow, t.name, (i, "workflow")

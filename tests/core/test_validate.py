@@ -270,3 +270,28 @@ def test_problems_of_all_kinds_come_together() -> None:
                            TaskDef("a", queue="Q"), TaskDef("c", depends_on=("c",)),
                            max_parallelism=0))
     assert len(problems) == 6
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    (5, "directory path or a mapping"),
+    ({"every_s": 2}, "non-empty directory path"),
+    ({"path": "ckpt", "every_s": 0}, "every_s must be seconds above 0"),
+    ({"path": "ckpt", "dest": "../x"}, "relative name"),
+    ({"path": "ckpt", "often": 1}, "unknown key(s) often"),
+])
+def test_bad_dirsync_specs_are_reported(value: object, words: str) -> None:
+    from shared.core.model import TaskDef, WorkflowDef
+    from shared.core.validate import validate
+
+    defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true", "bg_dirsync_to": value}),))
+    problems = validate(defn)
+    assert any(words in p.message and p.task == "t" for p in problems), problems
+
+
+def test_good_dirsync_specs_pass() -> None:
+    from shared.core.model import TaskDef, WorkflowDef
+    from shared.core.validate import validate
+
+    for value in ("ckpt", {"path": "/abs", "every_s": 1.5, "dest": "run/ckpt"}):
+        defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true", "bg_dirsync_to": value}),))
+        assert validate(defn) == []
