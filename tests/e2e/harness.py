@@ -57,6 +57,18 @@ def step(*flags: object) -> str:
     return shlex.join(["python", str(STEP), *(str(f) for f in flags)])
 
 
+def sh_step(log: Path, v: int | None = None, fail_until: int = 0) -> str:
+    """A shell-only task (no Python start-up): like ``step("--log", log, ...)``."""
+    parts = [f'echo "$DAGQ_WORKFLOW_ID $DAGQ_TASK $DAGQ_ATTEMPT" >> {shlex.quote(str(log))}']
+    if fail_until:
+        parts.append(f'if [ "$DAGQ_ATTEMPT" -lt {fail_until} ]; then '
+                     'echo "failing attempt $DAGQ_ATTEMPT on purpose" >&2; exit 1; fi')
+    extra = f',"v":{v}' if v is not None else ""
+    parts.append(f"printf '{{\"task\":\"%s\",\"attempt\":%s{extra}}}' "
+                 '"$DAGQ_TASK" "$DAGQ_ATTEMPT" > "$DAGQ_OUTPUT_FILE"')
+    return "; ".join(parts)
+
+
 def eventually(probe: Callable[[], T | None], what: str, deadline_s: float = 60.0,
                interval_s: float = 0.2) -> T:
     """Poll ``probe`` until it returns something other than None/False; fail after
@@ -211,6 +223,19 @@ class Dagq:
             return eventually(probe, f"workflow {wf_id} to end", deadline_s, 0.25)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{self.diagnostics(wf_id)}") from None
+
+    def wait_all_terminal(self, ids: list[str], deadline_s: float = 90.0
+                          ) -> dict[str, dict[str, Any]]:
+        """Poll ``dagq list --json`` until every workflow of ``ids`` is terminal."""
+        def probe() -> dict[str, dict[str, Any]] | None:
+            rows = {r["id"]: r for r in self.json("list") if r["id"] in ids}
+            done = len(rows) == len(ids) and all(r["status"] in TERMINAL for r in rows.values())
+            return rows if done else None
+
+        try:
+            return eventually(probe, f"workflows {ids} to end", deadline_s, 0.25)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.diagnostics()}") from None
 
     def diagnostics(self, wf_id: str | None = None) -> str:
         """Task table and process logs, for failure messages."""
