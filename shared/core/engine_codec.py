@@ -77,6 +77,11 @@ def decode_state(data: bytes) -> WorkflowState:
         raise ValueError(f"workflow state is corrupt: {type(exc).__name__}: {exc}") from None
 
 
+def clear_definition_cache() -> None:
+    """Forget the decoded definitions kept by ``decode_state`` (for benchmarks and tests)."""
+    _definition.cache_clear()
+
+
 @functools.lru_cache(maxsize=8)
 def _definition(blob: bytes) -> tuple[WorkflowDef, Graph]:
     defn = def_from_json(json.loads(zlib.decompress(blob)))

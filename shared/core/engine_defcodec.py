@@ -9,6 +9,7 @@ JSON values (tuples inside ``kwargs`` or ``params`` come back as lists).
 from __future__ import annotations
 
 from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
 from shared.core.model import SubWorkflow, TaskDef, WorkflowDef
@@ -22,9 +23,15 @@ _WF_DEFAULTS: dict[str, Any] = {
 }
 
 
+_EXTRA_FIELDS = (*_TASK_DEFAULTS, "workflow")
+_DEFAULT_ROW = (*_TASK_DEFAULTS.values(), None)
+_extra_of = attrgetter(*_EXTRA_FIELDS)
+
+
 def def_to_json(defn: WorkflowDef) -> dict[str, Any]:
     """The definition as a JSON-ready dict."""
-    index = {t.name: i for i, t in enumerate(defn.tasks)}
+    tasks = defn.tasks
+    index = {t.name: i for i, t in enumerate(tasks)}
     out: dict[str, Any] = {"name": defn.name}
     for key, default in _WF_DEFAULTS.items():
         value = getattr(defn, key)
@@ -32,18 +39,20 @@ def def_to_json(defn: WorkflowDef) -> dict[str, Any]:
             out[key] = value
     if defn.params:
         out["params"] = dict(defn.params)
-    tasks = defn.tasks
     out["names"] = [t.name for t in tasks]
-    out["kwargs"] = sparse([dict(t.kwargs) for t in tasks], {})
+    out["kwargs"] = sparse([t.kwargs if type(t.kwargs) is dict else dict(t.kwargs)
+                            for t in tasks], {})
     out["deps"] = [[index[d] for d in t.depends_on] for t in tasks]
-    extra: dict[str, Any] = {}
-    for key, default in _TASK_DEFAULTS.items():
-        col = sparse([getattr(t, key) for t in tasks], default)
-        if col["i"]:
-            extra[key] = col
-    subs = sparse([_sub_to_json(t.workflow) for t in tasks], None)
-    if subs["i"]:
-        extra["workflow"] = subs
+    extra: dict[str, dict[str, list[Any]]] = {}
+    for i, t in enumerate(tasks):
+        row = _extra_of(t)
+        if row == _DEFAULT_ROW:
+            continue  # the common case: one comparison instead of one per field
+        for key, value, default in zip(_EXTRA_FIELDS, row, _DEFAULT_ROW, strict=True):
+            if value != default:
+                col = extra.setdefault(key, {"i": [], "v": []})
+                col["i"].append(i)
+                col["v"].append(_sub_to_json(value) if key == "workflow" else value)
     if extra:
         out["fields"] = extra
     return out
@@ -54,17 +63,18 @@ def def_from_json(data: dict[str, Any]) -> WorkflowDef:
     names: list[str] = data["names"]
     n = len(names)
     kwargs = dense(data["kwargs"], n, None)
-    columns = {key: dense(col, n, _TASK_DEFAULTS.get(key))
-               for key, col in data.get("fields", {}).items()}
-    if "workflow" in columns:
-        columns["workflow"] = [_sub_from_json(v) for v in columns["workflow"]]
-    tasks = []
-    for i, name in enumerate(names):
-        extra = {key: col[i] for key, col in columns.items()}
-        kw = kwargs[i]
-        tasks.append(TaskDef(
-            name=name, kwargs=kw if kw is not None else {},
-            depends_on=tuple(names[j] for j in data["deps"][i]), **extra))
+    pick = names.__getitem__
+    extra: list[dict[str, Any] | None] = [None] * n
+    for key, col in data.get("fields", {}).items():
+        for i, value in zip(col["i"], col["v"], strict=True):
+            row = extra[i]
+            if row is None:
+                row = extra[i] = {}
+            row[key] = _sub_from_json(value) if key == "workflow" else value
+    tasks = [
+        TaskDef(name, kw if kw is not None else {}, tuple(map(pick, deps)), **(more or {}))
+        for name, kw, deps, more in zip(names, kwargs, data["deps"], extra, strict=True)
+    ]
     top = {key: data[key] for key in _WF_DEFAULTS if key in data}
     return WorkflowDef(name=data["name"], tasks=tuple(tasks), params=data.get("params", {}),
                        **top)

@@ -34,44 +34,51 @@ class Graph:
 
     def __init__(self, defn: WorkflowDef, *, check_cycles: bool = True) -> None:
         tasks = defn.tasks
+        n = len(tasks)
         self.tasks: tuple[TaskDef, ...] = tasks
         self.names: tuple[str, ...] = tuple(t.name for t in tasks)
-        self.index: dict[str, int] = {}
+        self.index: dict[str, int] = dict(zip(self.names, range(n), strict=True))
         problems: list[Problem] = []
-        for i, name in enumerate(self.names):
-            if name in self.index:
-                problems.append(Problem("duplicate task name", task=name, field="name"))
-            self.index[name] = i
-        n = len(tasks)
+        if len(self.index) != n:
+            seen: set[str] = set()
+            for name in self.names:
+                if name in seen:
+                    problems.append(Problem("duplicate task name", task=name, field="name"))
+                seen.add(name)
+            self.index = {name: i for i, name in reversed(list(enumerate(self.names)))}
         self.deps: list[tuple[int, ...]] = []
         kids: list[list[int]] = [[] for _ in range(n)]
         self.need: list[int] = []
         self.slack: list[int] = []
+        index = self.index
         for i, t in enumerate(tasks):
-            ids = []
-            for d in t.depends_on:
-                j = self.index.get(d)
-                if j is None or j == i:
-                    what = "itself" if j == i else f"unknown task {d!r}"
-                    problems.append(Problem(f"depends on {what}", task=t.name,
-                                            field="depends_on"))
-                    continue
-                ids.append(j)
-                kids[j].append(i)
-            self.deps.append(tuple(ids))
             try:
-                need = required_successes(t.dep_policy, len(ids))
-            except ValueError as exc:
-                problems.append(Problem(str(exc), task=t.name, field="dep_policy"))
+                ids = tuple(index[d] for d in t.depends_on)
+            except KeyError:
+                ids = ()
+            if len(ids) != len(t.depends_on) or i in ids:
+                ids = self._check_deps(i, t, problems)
+            for j in ids:
+                kids[j].append(i)
+            self.deps.append(ids)
+            if t.dep_policy == "all":
                 need = len(ids)
+            else:
+                try:
+                    need = required_successes(t.dep_policy, len(ids))
+                except ValueError as exc:
+                    problems.append(Problem(str(exc), task=t.name, field="dep_policy"))
+                    need = len(ids)
             self.need.append(need)
             self.slack.append(len(ids) - need)
         self.children: list[tuple[int, ...]] = [tuple(k) for k in kids]
-        self.sink = bytearray(1 if not k else 0 for k in kids)
+        self.sink = bytearray(0 if k else 1 for k in kids)
         self.n_sinks = sum(self.sink)
         self.roots = tuple(i for i in range(n) if not self.deps[i])
-        self.queue: list[str] = [defn.queue_of(t) for t in tasks]
-        self.timeout: list[float | None] = [defn.timeout_of(t) for t in tasks]
+        default_queue, default_timeout = defn.default_queue, defn.default_task_timeout_s
+        self.queue: list[str] = [t.queue or default_queue for t in tasks]
+        self.timeout: list[float | None] = [
+            t.timeout_s if t.timeout_s is not None else default_timeout for t in tasks]
         self.delay: list[float] = [float(t.delay_s) for t in tasks]
         self.condition: list[str | None] = [t.condition for t in tasks]
         self.kind = bytearray(
@@ -86,6 +93,18 @@ class Graph:
                                         field="depends_on"))
         if problems:
             raise DefinitionError(problems, source=f"workflow {defn.name!r}")
+
+    def _check_deps(self, i: int, t: TaskDef, problems: list[Problem]) -> tuple[int, ...]:
+        """The valid dependency ids of task ``i``; a problem for each unknown or self one."""
+        ids = []
+        for d in t.depends_on:
+            j = self.index.get(d)
+            if j is None or j == i:
+                what = "itself" if j == i else f"unknown task {d!r}"
+                problems.append(Problem(f"depends on {what}", task=t.name, field="depends_on"))
+            else:
+                ids.append(j)
+        return tuple(ids)
 
     def _find_cycle(self) -> list[int]:
         """One dependency cycle as a closed path of ids, or [] (Kahn's algorithm)."""
