@@ -172,3 +172,36 @@ def test_inputs_are_outputs_or_refs_of_completed_dependencies() -> None:
                                                                       output_ref=ref),
                      Completion("c", 1, False)], 1.0)
     assert s.inputs_of("j") == {"a": [1], "b": ref}
+
+
+def test_every_status_transition_happens_and_no_other() -> None:
+    """Drive scenarios that together cover the whole task state machine."""
+    seen: set[tuple[str, str]] = set()
+
+    def note(fx: engine.Effects) -> None:
+        seen.update((old, new) for _, old, new in fx.transitions)
+
+    # conditions, retries, failures and a workflow retry
+    s = engine.create(wf(TaskDef("a", num_retries=1), TaskDef("b", depends_on=("a",)),
+                         TaskDef("c", depends_on=("a",), condition="inputs.a == 2"),
+                         TaskDef("m", depends_on=("a",), merge=True)), "wf", 0.0)
+    note(engine.start(s, 0.0))
+    note(engine.apply(s, [Completion("a", 1, False)], 1.0))
+    note(engine.apply(s, [Completion("a", 2, False)], 2.0))
+    note(engine.retry(s, 3.0, "r"))
+    note(engine.apply(s, [Completion("a", 3, True, output=1)], 4.0))
+    note(engine.apply(s, [Completion("b", 1, True)], 5.0))
+    # a parallelism cap, then a cancel with a held task, a running task stopped and retried
+    s = engine.create(wf(TaskDef("x"), TaskDef("y"), TaskDef("z", depends_on=("x",)),
+                         max_parallelism=1), "wf", 0.0)
+    note(engine.start(s, 0.0))
+    note(engine.cancel(s, 1.0))
+    note(engine.apply(s, [Completion("x", 1, False)], 2.0))
+    note(engine.retry(s, 3.0, "r"))
+    assert seen == {
+        ("pending", "ready"), ("ready", "running"), ("running", "completed"),
+        ("running", "failed"), ("pending", "upstream_failed"), ("pending", "skipped"),
+        ("ready", "completed"),  # merge node
+        ("failed", "pending"), ("upstream_failed", "pending"), ("pending", "cancelled"),
+        ("ready", "cancelled"), ("running", "cancelled"), ("cancelled", "pending"),
+    }
