@@ -83,6 +83,7 @@ class WorkflowClient:
         max_fan_in: int | None = None,
         parent: engine.ParentLink | None = None,
         extra: dict[str, Any] | None = None,
+        start_delay_s: float = 0.0,
     ) -> Submitted:
         """Validate and store a new workflow, then ask the coordinator to start it.
 
@@ -101,11 +102,14 @@ class WorkflowClient:
         else:
             check_workflow_id(workflow_id)
         digest = definition_hash(defn)
+        extra = dict(extra or {})
+        if start_delay_s > 0:
+            extra["not_before"] = now + start_delay_s
         row = IndexRow(
             id=workflow_id, name=defn.name, status="pending", counts={"pending": len(defn.tasks)},
             created_at=now, updated_at=now, definition_hash=digest,
             parent_id=parent.workflow_id if parent else None,
-            parent_task=parent.task if parent else None, extra=extra or {},
+            parent_task=parent.task if parent else None, extra=extra,
         )
         created = True
         try:
@@ -123,7 +127,8 @@ class WorkflowClient:
         with contextlib.suppress(AlreadyExists):
             self.backend.states.create(workflow_id, dumps(state))
         crash_point("submit_after_state")
-        self._control(workflow_id, "start", request_id=f"{workflow_id}/start")
+        self._control(workflow_id, "start", request_id=f"{workflow_id}/start",
+                      delay_s=start_delay_s)
         return Submitted(workflow_id, created)
 
     # -- control -----------------------------------------------------------------------
@@ -134,11 +139,11 @@ class WorkflowClient:
             self.backend.index.request_cancel(workflow_id)
         except NotFound:
             raise WorkflowNotFound(f"no workflow with id {workflow_id!r}") from None
-        self._control(workflow_id, "cancel", request_id=f"{workflow_id}/cancel")
+        self._control(workflow_id, "cancel", request_id=f"{workflow_id}/{uuid.uuid4().hex[:12]}")
         for row in self.descendants(workflow_id):
             if row.status not in TERMINAL_WORKFLOW_STATUSES:
                 self.backend.index.request_cancel(row.id)
-                self._control(row.id, "cancel", request_id=f"{row.id}/cancel")
+                self._control(row.id, "cancel", request_id=f"{row.id}/{uuid.uuid4().hex[:12]}")
 
     def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
               request_id: str | None = None) -> str:
@@ -172,10 +177,11 @@ class WorkflowClient:
                 return out
             after = rows[-1].id
 
-    def _control(self, workflow_id: str, action: ControlAction, request_id: str) -> None:
+    def _control(self, workflow_id: str, action: ControlAction, request_id: str,
+                 delay_s: float = 0.0) -> None:
         body = ControlMessage(workflow_id, action, request_id).encode()
         self.backend.queues.get(COMPLETIONS).send(
-            body, message_id=f"{request_id}/{action}" if action != "retry" else request_id,
+            body, delay_s=delay_s, message_id=f"{request_id}/{action}",
             session_id=workflow_id,
         )
 

@@ -347,8 +347,9 @@ class Coordinator:
                 self.commit(row.id, lambda s: [engine.cancel(s, self.clock())])
                 self._cascade_cancel(row.id)
         for row in index.query(status="pending"):
-            if now - row.updated_at < self.settings.stale_pending:
-                continue
+            not_before = float(row.extra.get("not_before", 0) or 0)
+            if now - max(row.updated_at, not_before) < self.settings.stale_pending:
+                continue  # not stale yet (or a delayed child whose start is still due)
             if self._load(row.id) is None:
                 log.warning("workflow %s was never stored (its submitter crashed): failing it",
                             row.id)

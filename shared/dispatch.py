@@ -64,7 +64,8 @@ class OutboxSender:
                 body = self.task_message(state, payload)
                 by_queue.setdefault(payload.queue, []).append((body, delay, entry.key))
             elif entry.kind == "child":
-                self.submit_child(state, payload)
+                self.submit_child(state, payload,
+                                  max(0.0, entry.written_at + payload.delay_s - now))
             elif entry.kind == "notice":
                 self.notify_parent(state, payload, entry.key)
             else:
@@ -98,7 +99,8 @@ class OutboxSender:
             params=msg.params,
         ).encode()
 
-    def submit_child(self, state: WorkflowState, c: engine.ChildSubmit) -> None:
+    def submit_child(self, state: WorkflowState, c: engine.ChildSubmit,
+                     delay_s: float = 0.0) -> None:
         """Submit the child workflow of ``c`` (or retry the failed child of an earlier
         attempt); if that is impossible, fail the parent task at once."""
         tdef = task_defs(state.definition)[c.task]
@@ -109,7 +111,8 @@ class OutboxSender:
             if self._retry_previous_child(state, c, parent):
                 return
             child = resolve_child(tdef.workflow)
-            self.client.submit(child, workflow_id=c.child_id, parent=parent)
+            self.client.submit(child, workflow_id=c.child_id, parent=parent,
+                               start_delay_s=delay_s)
         except Exception as exc:  # a child that cannot be submitted fails its parent task
             log.warning("child workflow %s of %s could not be submitted: %s",
                         c.child_id, state.workflow_id, exc)

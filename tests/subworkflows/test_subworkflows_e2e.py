@@ -199,3 +199,18 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_delayed_sub_workflow_task_starts_its_child_only_after_the_delay(
+        env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text(
+        "name: child\ntasks:\n  - name: one\n    kwargs: {cmd: 'true'}\n")
+    (tmp_path / "parent.yaml").write_text(
+        "name: parent\ntasks:\n  - name: sub\n    workflow: child.yaml\n    delay_s: 1.5\n")
+    run = dagq(env, "run", str(tmp_path / "parent.yaml"))
+    assert run.returncode == 0, run.stderr
+    (child,) = status(env, run.stdout.split()[0])["children"]
+    not_before = child["extra"]["not_before"]
+    assert not_before >= child["created_at"] + 1.5 - 0.01
+    (task,) = json.loads(dagq(env, "tasks", "--workflow", child["id"], "--json").stdout)
+    assert task["dispatched_at"] >= not_before - 0.01  # the start message was held back
