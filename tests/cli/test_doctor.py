@@ -1,0 +1,45 @@
+"""`dagq doctor` against a real embedded store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from shared.client import WorkflowClient
+from shared.config import Settings
+from shared.coordinator import Coordinator
+from shared.core.model import TaskDef, WorkflowDef
+from shared.wiring import backend_from_settings
+
+DAGQ = str(Path(sys.executable).parent / "dagq")
+
+
+def test_doctor_flags_overdue_tasks_and_queues_without_workers(tmp_path: Path) -> None:
+    env = dict(os.environ, DAGQ_STORE=f"sqlite:{tmp_path / 'x.db'}")
+    settings = Settings.from_env(env)
+    backend = backend_from_settings(settings)
+    defn = WorkflowDef("late", (TaskDef("slow", {"cmd": "sleep 60"}, timeout_s=0.2,
+                                        queue="nobody"),))
+    wf_id = WorkflowClient(backend).submit(defn).id
+    coord = Coordinator(backend, settings)
+    for _ in range(5):  # apply the start message: the task is dispatched (running)
+        coord.step()
+    assert WorkflowClient(backend).row(wf_id).status == "running"
+    time.sleep(0.5)  # past the 0.2 s timeout, and no worker will ever take it
+
+    out = subprocess.run([DAGQ, "doctor"], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1
+    assert "queue 'nobody': 1 task(s) waiting and no live worker" in out.stdout
+    assert f"task slow of {wf_id} is past its timeout" in out.stdout
+
+
+def test_doctor_is_quiet_on_a_healthy_store(tmp_path: Path) -> None:
+    env = dict(os.environ, DAGQ_STORE=f"sqlite:{tmp_path / 'x.db'}")
+    out = subprocess.run([DAGQ, "doctor"], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 problem(s) found" in out.stderr
