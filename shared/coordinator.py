@@ -217,6 +217,8 @@ class Coordinator:
         kept conflicting (the caller must not acknowledge; redelivery retries).
         """
         for _ in range(MAX_CONFLICT_RETRIES):
+            with self._lock:
+                from_cache = workflow_id in self._cache
             cached = self._load(workflow_id)
             if cached is None:
                 log.warning("workflow %s does not exist; dropping its messages", workflow_id)
@@ -231,6 +233,11 @@ class Coordinator:
             due = [e for e in engine.outbox_due(state, now, self.settings.outbox_grace)
                    if e.key in before]
             if not mine and not due and set(state.outbox) == before and _noop(effects):
+                if from_cache:
+                    # another coordinator may have written since: "nothing to do" (and so
+                    # acknowledging the messages) must be decided on the stored state
+                    self._evict(workflow_id)
+                    continue
                 self._update_index(state, now)
                 for eff in effects:  # a batch of only duplicates changes nothing
                     self.stats.counts["duplicates"] += len(eff.ignored)
