@@ -86,7 +86,8 @@ def test_coordinator_killed_at_crash_point(dagq: Dagq, point: Point) -> None:
     assert doomed.wait(60) == -signal.SIGKILL, doomed.text()
     # caught mid-way, at the intended step (white-box: the stored outboxes)
     assert all(dagq.status(wf)["status"] == "running" for wf in ids)
-    assert _fan_out_in_outbox(dagq, ids) == point.fan_out_written
+    assert _fan_out_in_outbox(dagq, ids) == point.fan_out_written, (
+        "the crash did not hit the intended step: recount N (see COORDINATOR_POINTS)")
 
     dagq.coordinator()
     check_mix(dagq, ids)
@@ -130,32 +131,46 @@ def test_submitter_killed_then_sweep_settles_it(dagq: Dagq, point: str, final: s
         assert executions(log) == []
 
 
-def test_worker_killed_mid_task_is_redelivered(dagq: Dagq) -> None:
+@pytest.mark.parametrize("point", [
+    "mid_task",  # kill -9 from outside while the task runs
+    "worker_before_complete",  # the task ended, its completion was never sent
+    "worker_after_complete",  # the completion was sent, the message never deleted
+])
+def test_worker_killed_then_task_redelivered(dagq: Dagq, point: str) -> None:
     log, pidfile = dagq.root / "runs.log", dagq.root / "slow.pid"
     dagq.task_pids.append(pidfile)
     path = dagq.define("slow", [
         {"name": "slow", "kwargs": {"cmd": "exec " + step(
-            "--log", log, "--pidfile", pidfile, "--sleep", 2, "--v", 3)}},
+            "--log", log, "--pidfile", pidfile, "--sleep", 1, "--v", 3)}},
         {"name": "after", "depends_on": ["slow"],
          "kwargs": {"cmd": step("--log", log, "--sum-upstream")}},
     ])
     dagq.coordinator()
     lease = {"DAGQ_VISIBILITY_TIMEOUT": "2"}
-    first = dagq.worker("default", concurrency=1, env=lease)
+    hook = {} if point == "mid_task" else {"DAGQ_CRASH_AT": point}
+    first = dagq.worker("default", concurrency=1, env={**lease, **hook})
     wf = dagq.submit(path)
-    eventually(lambda: pidfile.exists() and pidfile.read_text().strip(), "the task to start")
-    first.kill()
-    assert first.popen.returncode == -signal.SIGKILL
-    # the task process survives its worker (own session); the machine "lost" it too
-    kill_pidfile(pidfile)
+    if point == "mid_task":
+        eventually(lambda: pidfile.exists() and pidfile.read_text().strip(), "the task to start")
+        first.kill()
+        # the task process survives its worker (own session); the machine "lost" it too
+        kill_pidfile(pidfile)
+    assert first.wait() == -signal.SIGKILL, first.text()
 
     second = dagq.worker("default", concurrency=1, env=lease)
     assert dagq.wait_terminal(wf)["status"] == "completed", dagq.diagnostics(wf)
     tasks = dagq.tasks(wf)
     assert (tasks["slow"]["attempt"], tasks["after"]["attempt"]) == (1, 1)  # same attempt
     assert dagq.output(wf, "after")["total"] == 3
-    runs = [(task, attempt) for _, task, attempt in executions(log)]
-    assert runs == [("slow", 1), ("slow", 1), ("after", 1)]
+    # the redelivered message runs the same attempt again, even when its first completion
+    # already counted (then the second one is ignored): wait until that rerun is done
+    backend = open_backend(dagq.store)
+    eventually(lambda: backend.queues.get("default").approximate_count() == 0,
+               "the redelivered task message to be consumed")
+    backend.close()
+    runs = sorted((task, attempt) for _, task, attempt in executions(log))
+    assert runs == [("after", 1), ("slow", 1), ("slow", 1)]
+    assert dagq.statuses(wf) == {"slow": "completed", "after": "completed"}
     assert second.stop() == 0
     assert "succeeded=2" in second.text()
 
