@@ -15,7 +15,7 @@ from shared.backends import open_backend
 from shared.client import COMPLETIONS
 from shared.core.state import loads
 from shared.messages import CompletionMessage
-from tests.e2e.harness import Dagq, eventually, executions, kill_pidfile, step
+from tests.e2e.harness import REPO, Dagq, eventually, executions, kill_pidfile, step
 from tests.e2e.workloads import check_mix, check_runs, define_mix
 
 pytestmark = pytest.mark.slow
@@ -66,8 +66,6 @@ def _fan_out_in_outbox(dagq: Dagq, ids: list[str]) -> bool:
 
 
 def test_every_documented_crash_point_is_covered() -> None:
-    from tests.e2e.harness import REPO
-
     doc = (REPO / "docs" / "coordinator.md").read_text()
     table = set(re.findall(r"^\| `(\w+)` \(\d\)", doc, re.M))
     assert table == {p.name for p in COORDINATOR_POINTS}
