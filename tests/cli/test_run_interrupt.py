@@ -1,0 +1,51 @@
+"""Ctrl-C during `dagq run` cancels the workflow cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DAGQ = str(Path(sys.executable).parent / "dagq")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_ctrl_c_cancels_the_workflow_and_stops_its_tasks(tmp_path: Path) -> None:
+    env = dict(os.environ, DAGQ_STORE=f"sqlite:{tmp_path / 'x.db'}",
+               DAGQ_CANCEL_POLL_INTERVAL="0.2")
+    pid_file = tmp_path / "pid"
+    (tmp_path / "wf.yaml").write_text(
+        "name: long\ntasks:\n"
+        f"  - name: sleeper\n    kwargs: {{cmd: 'echo $$ > {pid_file}; exec sleep 300'}}\n"
+        "  - name: after\n    depends_on: [sleeper]\n    kwargs: {cmd: 'true'}\n")
+    run = subprocess.Popen([DAGQ, "run", str(tmp_path / "wf.yaml")], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline, "the task never started"
+        time.sleep(0.1)
+    pid = int(pid_file.read_text())
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 1, err
+    assert "cancelling" in err
+    wf_id = out.split()[0]
+    status = json.loads(subprocess.run([DAGQ, "status", wf_id, "--json"], env=env,
+                                       capture_output=True, text=True, check=True).stdout)
+    assert status["status"] == "cancelled"
+    assert status["counts"] == {"cancelled": 2}
+    deadline = time.monotonic() + 30
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"task process {pid} survived Ctrl-C"
+        time.sleep(0.1)
