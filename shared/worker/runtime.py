@@ -148,8 +148,8 @@ class Worker:
         backoff = 0.05
         while not self._shutdown.is_set():
             try:
-                msgs = self.queue.receive(1, self.settings.visibility_timeout,
-                                          wait_s=min(backoff, 0.25))
+                # the backend long-polls: a message arriving mid-wait is taken at once
+                msgs = self.queue.receive(1, self.settings.visibility_timeout, wait_s=backoff)
             except DagqError as exc:  # a store hiccup must not cost the worker a slot
                 log.warning("receiving from queue %r failed (retrying): %s", self.queue_name, exc)
                 self._shutdown.wait(max(backoff, 1.0))
@@ -188,6 +188,9 @@ class Worker:
             self.queue.dead_letter(msg, str(exc))
             self.stats["bad_messages"] += 1
             return
+        if msg.delivery_count >= self.settings.max_deliveries:
+            self._give_up(msg, task)
+            return
         run = _Running(msg, task, hidden_until=time.monotonic()
                        + self.settings.visibility_timeout,
                        next_cancel_check=time.monotonic() + self.settings.cancel_poll_interval)
@@ -198,6 +201,22 @@ class Worker:
         finally:
             with self._lock:
                 self._running.pop(task.key, None)
+
+    def _give_up(self, msg: Message, task: TaskMessage) -> None:
+        """Fail an attempt whose message keeps coming back without a result (its workers
+        died each time, e.g. killed for memory): report it instead of letting the queue
+        dead-letter it, which would leave the workflow waiting for ever."""
+        error = (f"attempt {task.attempt} was delivered {msg.delivery_count} times without "
+                 "finishing (the worker running it died or was killed each time; "
+                 f"DAGQ_MAX_DELIVERIES={self.settings.max_deliveries})")
+        log.warning("failing %s: %s", task.key, error)
+        completion = CompletionMessage(task.workflow_id, task.task, task.attempt,
+                                       success=False, error=error, worker=self.worker_id)
+        self.completions.send(completion.encode(), message_id=f"{task.key}/done",
+                              session_id=task.workflow_id)
+        self.queue.delete(msg)
+        self.stats["failed"] += 1
+        self.stats["poisoned"] += 1
 
     def _execute(self, run: _Running) -> None:
         task = run.task
