@@ -23,6 +23,7 @@ adds a delay in seconds to a step's first tasks. They nest to any depth. See doc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from shared.compose_callable import (
@@ -32,7 +33,7 @@ from shared.compose_callable import (
     json_args,
 )
 from shared.compose_steps import Chain, Group, Step, Task, WithDelay, as_steps, compile_steps
-from shared.core.model import DEFAULT_QUEUE, DepPolicy, ResultPolicy, WorkflowDef
+from shared.core.model import DEFAULT_QUEUE, DepPolicy, ResultPolicy, SubWorkflow, WorkflowDef
 from shared.core.parse import dump_yaml
 from shared.core.validate import validate
 from shared.errors import DefinitionError, Problem
@@ -62,6 +63,8 @@ def task(
     env: Mapping[str, str | int | float] | None = None,
     cwd: str | None = None,
     depends_on: Iterable[str] = (),
+    workflow: SubWorkflow | Workflow | WorkflowDef | None = None,
+    params: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> Task:
     """A task: a shell command (``cmd=``), a Python function, or a ``call=`` path.
@@ -71,7 +74,19 @@ def task(
     ``args={...}`` for arguments whose names clash with this function's keywords.
     For shell tasks the extra keyword arguments become extra ``kwargs`` keys (for
     example ``bg_dirsync_to``, or keys a custom processor reads).
+
+    ``task("eu", workflow=etl.as_step(region="eu"))`` runs a child workflow made by a
+    ``workflow_factory``; ``workflow=`` also takes a ``Workflow`` or ``WorkflowDef`` (run
+    inline with ``params=``).
     """
+    if workflow is not None:
+        return _sub_task(name_or_callable, name, workflow, params, cmd, call, args, kwargs,
+                         deps=tuple(depends_on), options={
+                             "queue": queue, "num_retries": num_retries,
+                             "retry_backoff_s": retry_backoff_s,
+                             "retry_backoff_max_s": retry_backoff_max_s, "timeout_s": timeout_s,
+                             "delay_s": delay_s, "condition": condition,
+                             "dep_policy": dep_policy})
     options: dict[str, Any] = {
         "queue": queue, "num_retries": num_retries, "retry_backoff_s": retry_backoff_s,
         "retry_backoff_max_s": retry_backoff_max_s, "timeout_s": timeout_s,
@@ -110,6 +125,36 @@ def task(
     if cwd is not None:
         body["cwd"] = cwd
     return Task(name=name, kwargs=body, base=base, options=options, depends_on=deps)
+
+
+def _sub_task(first: object, name: str | None, workflow: object,
+              params: Mapping[str, Any] | None, cmd: str | None, call: str | None,
+              args: Mapping[str, Any] | None, extra: Mapping[str, Any], *,
+              deps: tuple[str, ...], options: dict[str, Any]) -> Task:
+    """A task running a child workflow (see ``task(workflow=...)``)."""
+    if isinstance(first, str):
+        name = first
+    elif first is not None:
+        raise DefinitionError([Problem("a task with workflow= runs the child workflow; do not "
+                                       "also give it a function", task=name)])
+    if cmd is not None or call is not None or args is not None or extra:
+        raise DefinitionError([Problem("a task with workflow= runs the child workflow; remove "
+                                       "cmd=, call=, args= and other keyword arguments "
+                                       "(pass child parameters with params=)", task=name)])
+    if isinstance(workflow, SubWorkflow):
+        sub = workflow if params is None else replace(
+            workflow, params={**dict(workflow.params), **dict(params)})
+        base = (sub.factory or "child").rpartition(":")[2] or "child"
+    elif isinstance(workflow, Workflow | WorkflowDef):
+        child = workflow.build() if isinstance(workflow, Workflow) else workflow
+        sub = SubWorkflow(definition=child, params=dict(params or {}))
+        base = child.name
+    else:
+        raise DefinitionError([Problem(f"workflow= takes a factory's as_step(...), a Workflow or "
+                                       f"a WorkflowDef, got {type(workflow).__name__}",
+                                       task=name)])
+    return Task(name=name, kwargs={}, base=base, options=options, depends_on=deps,
+                workflow=sub)
 
 
 def _merge_args(args: Mapping[str, Any] | None, kwargs: Mapping[str, Any], where: str,

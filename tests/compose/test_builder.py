@@ -162,3 +162,24 @@ def test_submit_stores_the_workflow_and_returns_its_id(tmp_path: Path) -> None:
         assert wf.submit(client, workflow_id="wf-1") == "wf-1"  # idempotent
     finally:
         backend.close()
+
+
+def test_sub_workflow_tasks_take_workflows_definitions_and_factory_steps() -> None:
+    from shared.compose import Workflow, task
+    from shared.core.model import SubWorkflow
+    from shared.errors import DefinitionError
+
+    child = Workflow("child", task("one", cmd="true"))
+    wf = Workflow("parent", task("inline", workflow=child, params={"k": 1}),
+                  task("made", workflow=SubWorkflow(factory="pkg.mod:fn", params={"a": 1}),
+                       params={"b": 2}))
+    defn = wf.build()
+    inline, made = defn.task("inline").workflow, defn.task("made").workflow
+    assert inline is not None and inline.definition == child.build()
+    assert dict(inline.params) == {"k": 1}
+    assert made is not None and made.factory == "pkg.mod:fn"
+    assert dict(made.params) == {"a": 1, "b": 2}
+    with pytest.raises(DefinitionError, match="remove cmd="):
+        task("bad", workflow=child, cmd="true")
+    with pytest.raises(DefinitionError, match="workflow= takes"):
+        task("bad", workflow="child.yaml")  # type: ignore[arg-type]

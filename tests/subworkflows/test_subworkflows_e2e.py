@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from shared.client import WorkflowClient
+from shared.compose import Chain
 from shared.config import Settings
 from shared.core.model import SubWorkflow, TaskDef, WorkflowDef
 from shared.wiring import backend_from_settings
@@ -214,3 +215,44 @@ def test_a_delayed_sub_workflow_task_starts_its_child_only_after_the_delay(
     assert not_before >= child["created_at"] + 1.5 - 0.01
     (task,) = json.loads(dagq(env, "tasks", "--workflow", child["id"], "--json").stdout)
     assert task["dispatched_at"] >= not_before - 0.01  # the start message was held back
+
+
+BUILDER_FACTORY = '''
+from shared.compose import Chain, Workflow, task
+from shared.subworkflow import workflow_factory
+
+
+@workflow_factory
+def etl(region):
+    return Workflow("etl", Chain(
+        task("extract", cmd='echo "extracting $REGION"', env={"REGION": region}),
+        task("load", cmd="true")))
+'''
+
+
+def test_python_builder_runs_factory_made_children(
+        env: dict[str, str], tmp_path: Path, services: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared.compose import Group, Workflow, task
+
+    (tmp_path / "builder_factories.py").write_text(BUILDER_FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import builder_factories  # type: ignore[import-not-found]
+
+    wf = Workflow("daily", Chain(
+        Group(task("eu", workflow=builder_factories.etl.as_step(region="eu")),
+              task("us", workflow=builder_factories.etl.as_step(region="us"))),
+        task("reconcile", cmd="true")))
+    defn = wf.build()
+    assert defn.task("eu").workflow is not None
+    assert defn.task("eu").workflow.factory == "builder_factories:etl"
+    wf_id = client_for(env).submit(defn).id
+    s = wait_status(env, wf_id, {"completed", "failed"})
+    assert s["status"] == "completed", s
+    children = {c["parent_task"]: c for c in s["children"]}
+    assert {k: c["status"] for k, c in children.items()} == {"eu": "completed",
+                                                              "us": "completed"}
+    for region, child in children.items():
+        (extract,) = [t for t in json.loads(dagq(env, "tasks", "--workflow", child["id"],
+                                                 "--json").stdout) if t["name"] == "extract"]
+        assert extract["status"] == "completed", region
