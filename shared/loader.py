@@ -72,3 +72,29 @@ def _inline_children(defn: WorkflowDef, p: Path, stack: tuple[Path, ...]) -> Wor
     if problems:
         raise DefinitionError(problems, source=str(p))
     return replace(defn, tasks=tuple(tasks)) if changed else defn
+
+
+def require_inline(defn: WorkflowDef, *, why: str = "") -> WorkflowDef:
+    """Return ``defn`` if every child workflow is inline; else ``DefinitionError`` naming
+    each task whose child is only a file path (nothing can read that file here)."""
+    problems = [
+        Problem(f"child workflow {t.workflow.path!r} is a file path, which cannot be read "
+                f"{why or 'here'}: put the child definition inline under 'workflow:' "
+                "(or submit with the dagq CLI, which inlines child files)",
+                task=t.name, field="workflow")
+        for t in _all_tasks(defn)
+        if t.workflow is not None and t.workflow.definition is None
+        and t.workflow.path is not None
+    ]
+    if problems:
+        raise DefinitionError(problems)
+    return defn
+
+
+def _all_tasks(defn: WorkflowDef) -> list[TaskDef]:
+    out: list[TaskDef] = []
+    for t in defn.tasks:
+        out.append(t)
+        if t.workflow is not None and t.workflow.definition is not None:
+            out += _all_tasks(t.workflow.definition)
+    return out

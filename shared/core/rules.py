@@ -43,10 +43,17 @@ def describe(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
+RESERVED_QUEUES = frozenset({"completions", "deadletter"})
+"""Queue names dagq uses itself (the completion queue and the dead-letter store)."""
+
+
 def queue_problem(queue: object) -> str | None:
     """Why ``queue`` is not a valid queue name, or None."""
     if not isinstance(queue, str):
         return f"queue name must be a string, got {describe(queue)}"
+    if queue in RESERVED_QUEUES:
+        return (f"queue name {queue!r} is reserved for dagq's own messages; name the "
+                f"hardware class something else (e.g. 'cpu')")
     if _QUEUE_RE.fullmatch(queue):
         return None
     folded = re.sub(r"[^a-z0-9]+", "-", queue.lower()).strip("-")[:36].strip("-")

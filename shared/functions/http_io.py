@@ -14,6 +14,7 @@ import azure.functions as func
 from shared.core.model import WorkflowDef
 from shared.core.parse import load_definition
 from shared.functions.errors import ApiError
+from shared.loader import require_inline
 
 Format = Literal["yaml", "json"] | None
 
@@ -63,7 +64,8 @@ def read_definition(req: func.HttpRequest, max_bytes: int) -> WorkflowDef:
     if not body.strip():
         raise ApiError(400, "empty_body", "the request body is empty; send a workflow "
                        "definition as YAML or JSON")
-    return load_definition(body, source="request body", fmt=MEDIA_TYPES.get(kind))
+    defn = load_definition(body, source="request body", fmt=MEDIA_TYPES.get(kind))
+    return require_inline(defn, why="by the HTTP API")
 
 
 def text_param(req: func.HttpRequest, name: str) -> str | None:

@@ -25,6 +25,7 @@ from shared.functions import new_blueprint
 from shared.functions.errors import ApiError, json_response, to_api_error
 from shared.functions.http_io import media_type, read_body
 from shared.functions.runtime import Runtime
+from shared.loader import require_inline
 from shared.schedule_ticker import Ticker, TickReport
 from shared.schedules import (
     ScheduleExists,
@@ -112,8 +113,10 @@ def read_request(req: func.HttpRequest, max_bytes: int) -> dict[str, Any]:
 
 def _definition(value: str | Mapping[str, Any]) -> WorkflowDef:
     if isinstance(value, str):
-        return load_definition(value, source="definition")
-    return definition_from_dict(value, source="definition")
+        defn = load_definition(value, source="definition")
+    else:
+        defn = definition_from_dict(value, source="definition")
+    return require_inline(defn, why="by the HTTP API")
 
 
 def add(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:

@@ -295,3 +295,14 @@ def test_good_dirsync_specs_pass() -> None:
     for value in ("ckpt", {"path": "/abs", "every_s": 1.5, "dest": "run/ckpt"}):
         defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true", "bg_dirsync_to": value}),))
         assert validate(defn) == []
+
+
+@pytest.mark.parametrize("queue", ["completions", "deadletter"])
+def test_reserved_queue_names_are_refused(queue: str) -> None:
+    from shared.core.model import TaskDef, WorkflowDef
+    from shared.core.validate import validate
+
+    defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true"}, queue=queue),))
+    assert any("reserved" in p.message for p in validate(defn))
+    defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true"}),), default_queue=queue)
+    assert any("reserved" in p.message for p in validate(defn))

@@ -98,8 +98,10 @@ def test_client_id_is_idempotent(fns: dict[str, Handler], backend: Backend) -> N
     (DIAMOND, "application/x-www-form-urlencoded", {}, 415, "unsupported_media_type"),
     (DIAMOND, "application/yaml", {"id": "../etc"}, 400, "invalid_definition"),
     (DIAMOND, "application/yaml", {"max_fan_in": "one"}, 400, "bad_parameter"),
+    (b"name: p\ntasks:\n  - name: sub\n    workflow: child.yaml\n", "application/yaml", {},
+     400, "invalid_definition"),
 ], ids=["invalid-yaml", "cycle", "invalid-json", "empty", "content-type", "bad-id",
-        "bad-fan-in"])
+        "bad-fan-in", "child-file-path"])
 def test_bad_submissions_write_nothing(fns: dict[str, Handler], backend: Backend, body: bytes,
                                        content_type: str, params: dict[str, str], status: int,
                                        code: str) -> None:
