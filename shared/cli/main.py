@@ -66,7 +66,17 @@ def main() -> None:
     from shared.cli import services as _services  # noqa: F401
     from shared.cli import workflows as _workflows  # noqa: F401
 
-    cli(prog_name="dagq")
+    try:
+        cli.main(prog_name="dagq", standalone_mode=False)
+    except click.UsageError as exc:  # bad input exits 1, like every other bad input
+        exc.show()
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

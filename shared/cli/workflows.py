@@ -14,6 +14,7 @@ from shared.cli.main import cli, handle_errors, settings_from, store_option
 from shared.cli.render import print_status, print_table, progress_bar
 from shared.client import WorkflowClient, row_summary
 from shared.core.model import TASK_STATUSES, WORKFLOW_STATUSES
+from shared.core.transforms import sequentialize_fan_in
 from shared.errors import DagqError, DefinitionError
 from shared.loader import load_file
 from shared.wiring import backend_from_settings
@@ -71,7 +72,10 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
     failed = False
     for path in paths:  # validate everything first: bad input writes nothing
         try:
-            defs.append(load_file(path))
+            defn = load_file(path)
+            if max_fan_in is not None:  # a definition the transform refuses is bad input too
+                sequentialize_fan_in(defn, max_fan_in)
+            defs.append(defn)
         except DefinitionError as exc:
             failed = True
             click.echo(f"error: {exc}", err=True)
