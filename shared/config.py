@@ -97,9 +97,17 @@ class Settings:
                 f"DAGQ_QUEUES={self.queues!r} is not a Service Bus URL: use 'sb://NAMESPACE' "
                 "(e.g. sb://my-namespace) or leave it unset to keep queues in the store"
             )
-        for name in ("batch_size", "max_deliveries"):
+        for name in ("batch_size", "max_deliveries", "max_request_bytes"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"DAGQ_{name.upper()} must be at least 1 (e.g. 32)")
+                example = getattr(Settings, name)
+                raise ConfigError(f"DAGQ_{name.upper()}={getattr(self, name)} must be at least "
+                                  f"1 (e.g. DAGQ_{name.upper()}={example})")
+        for name in ("visibility_timeout", "cancel_poll_interval", "sweep_interval",
+                     "heartbeat_interval", "index_interval"):
+            if getattr(self, name) <= 0:
+                example = getattr(Settings, name)
+                raise ConfigError(f"DAGQ_{name.upper()}={getattr(self, name)} must be above 0 "
+                                  f"seconds (e.g. DAGQ_{name.upper()}={example:g})")
         if self.heartbeat_interval <= 0:
             raise ConfigError(f"DAGQ_HEARTBEAT_INTERVAL={self.heartbeat_interval:g} must be "
                               "above 0 seconds (e.g. DAGQ_HEARTBEAT_INTERVAL=10)")

@@ -46,16 +46,28 @@ def write_stats(role: str, backend: Backend, counts: dict[str, int]) -> None:
               help="Seconds between repair sweeps [DAGQ_SWEEP_INTERVAL, 10].")
 @click.option("--outbox-grace", type=float, default=None,
               help="Age at which unsent dispatches are re-sent [DAGQ_OUTBOX_GRACE, 30].")
+@click.option("--outbox-flush", type=float, default=None,
+              help="Idle delay before sent dispatches are cleared [DAGQ_OUTBOX_FLUSH, 1].")
+@click.option("--stale-pending", type=float, default=None,
+              help="Age at which a never-started workflow is started [DAGQ_STALE_PENDING, 120].")
+@click.option("--timeout-grace", type=float, default=None,
+              help="Slack before an overdue attempt is failed [DAGQ_TIMEOUT_GRACE, 60].")
+@click.option("--max-deliveries", type=click.IntRange(min=1), default=None,
+              help="Deliveries before a message is dead-lettered [DAGQ_MAX_DELIVERIES, 10].")
 @store_option
 @click.pass_context
 @handle_errors
 def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: float | None,
                 idle_poll: float | None, sweep_interval: float | None,
-                outbox_grace: float | None, store: str | None) -> None:
+                outbox_grace: float | None, outbox_flush: float | None,
+                stale_pending: float | None, timeout_grace: float | None,
+                max_deliveries: int | None, store: str | None) -> None:
     """Apply task completions and dispatch ready tasks until SIGTERM/Ctrl-C."""
     settings = settings_from(ctx, store, batch_size=batch_size,
                              visibility_timeout=visibility_timeout, idle_poll=idle_poll,
-                             sweep_interval=sweep_interval, outbox_grace=outbox_grace)
+                             sweep_interval=sweep_interval, outbox_grace=outbox_grace,
+                             outbox_flush=outbox_flush, stale_pending=stale_pending,
+                             timeout_grace=timeout_grace, max_deliveries=max_deliveries)
     backend = backend_from_settings(settings)
     coord = Coordinator(backend, settings)
     stop = threading.Event()
@@ -74,10 +86,14 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
 @click.argument("queue", envvar="DAGQ_WORKER_QUEUE")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               envvar="DAGQ_WORKER_CONCURRENCY", help="Tasks run at once.")
-@click.option("--idle-timeout", type=float, default=None,
-              help="Exit after this many idle seconds (default: never).")
+@click.option("--idle-timeout", type=float, default=None, envvar="DAGQ_IDLE_TIMEOUT",
+              help="Exit after this many idle seconds [DAGQ_IDLE_TIMEOUT, never].")
 @click.option("--max-idle-backoff", type=float, default=None,
               help="Upper bound of the empty-queue back-off [DAGQ_MAX_IDLE_BACKOFF, 2].")
+@click.option("--cancel-poll-interval", type=float, default=None,
+              help="Seconds between cancel-flag checks [DAGQ_CANCEL_POLL_INTERVAL, 30].")
+@click.option("--kill-timeout", type=float, default=None,
+              help="Seconds between SIGTERM and SIGKILL of a task [DAGQ_KILL_TIMEOUT, 600].")
 @click.option("--gpus-per-task", type=click.IntRange(min=0), default=0,
               envvar="DAGQ_GPUS_PER_TASK", help="GPUs given to each task (CUDA_VISIBLE_DEVICES).")
 @click.option("--gpus", default=None, help="GPU ids to use, e.g. 0,1,2,3 (default: detected).")
@@ -88,10 +104,13 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
 @click.pass_context
 @handle_errors
 def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float | None,
-           max_idle_backoff: float | None, gpus_per_task: int, gpus: str | None,
+           max_idle_backoff: float | None, cancel_poll_interval: float | None,
+           kill_timeout: float | None, gpus_per_task: int, gpus: str | None,
            processors: tuple[str, ...], check: bool, store: str | None) -> None:
     """Run tasks from QUEUE until SIGTERM (running tasks are released to other workers)."""
-    settings = settings_from(ctx, store, max_idle_backoff=max_idle_backoff)
+    settings = settings_from(ctx, store, max_idle_backoff=max_idle_backoff,
+                             cancel_poll_interval=cancel_poll_interval,
+                             kill_timeout=kill_timeout)
     backend = backend_from_settings(settings)
     if check:
         ok = check_local(backend.records, queue, time.time(), settings.heartbeat_interval)
