@@ -177,7 +177,7 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
   //checkov:skip=CKV_AZURE_17:Client certificates would break CLI and worker callers that authenticate with function keys.
   //checkov:skip=CKV_AZURE_222:Workers and the CLI call the API over the public endpoint; restrict with access rules or a VNet deployment.
   //checkov:skip=CKV_AZURE_212:Flex Consumption has no fixed instance count to set failover capacity on.
-  //checkov:skip=CKV_AZURE_213:The HTTP API exposes no health route; the platform restarts unhealthy Flex instances.
+  //checkov:skip=CKV_AZURE_213:GET /api/health needs a function key like every dagq route, and the platform health probe cannot send one; Flex restarts unhealthy instances itself.
   name: name
   location: location
   tags: tags
