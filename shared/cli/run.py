@@ -141,8 +141,10 @@ def _watch(client: WorkflowClient, wf_id: str, started: float,
 def _frames(client: WorkflowClient, wf_id: str,
             started: float) -> Iterator[tuple[dict[str, Any], Group, str]]:
     while True:
-        summary = client.summary(wf_id)
-        running = [t["name"] for t in client.tasks(wf_id, status="running")]
+        state = client.state(wf_id)  # the source of truth (index counts lag up to 1 s)
+        summary: dict[str, Any] = {"name": state.definition.name, "status": state.status,
+                                   "counts": state.counts()}
+        running = [name for name, _ in state.running()]
         elapsed = time.monotonic() - started
         counts = "  ".join(f"{k}={v}" for k, v in sorted(summary["counts"].items()) if v)
         head = Text.from_markup(
@@ -151,5 +153,6 @@ def _frames(client: WorkflowClient, wf_id: str,
             f"{elapsed:.1f}s  {counts}")
         shown = ", ".join(running[:8]) + (f" (+{len(running) - 8})" if len(running) > 8 else "")
         body = Text(f"running: {shown}" if running else "running: -", style="cyan")
-        line = f"[{elapsed:6.1f}s] {summary['status']}: {counts}"
+        line = f"[{elapsed:6.1f}s] {summary['status']}: {counts}" + (
+            f" | running: {shown}" if running else "")
         yield summary, Group(head, body), line
