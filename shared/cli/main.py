@@ -60,7 +60,8 @@ def cli(store: str | None, verbose: int) -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    from shared.cli import files as _files  # noqa: F401  (registers commands)
+    from shared.cli import batch as _batch  # noqa: F401  (registers commands)
+    from shared.cli import files as _files  # noqa: F401
     from shared.cli import run as _run  # noqa: F401
     from shared.cli import schedule as _schedule  # noqa: F401
     from shared.cli import services as _services  # noqa: F401
