@@ -11,6 +11,7 @@ import pytest
 
 from shared.backends import open_backend
 from tests.e2e.harness import SCRIPTS, Dagq, eventually, executions, pid_alive, step
+from tests.e2e.workloads import condition_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -92,17 +93,7 @@ def test_conditions_true_false_and_aggregate(cluster: Dagq) -> None:
     log = _log(cluster, "conditions")
     run = step("--log", log)
     path = cluster.define("conditions", [
-        {"name": "score-a", "kwargs": {"cmd": step("--v", 7)}},
-        {"name": "score-b", "kwargs": {"cmd": step("--v", 3)}},
-        {"name": "if-true", "depends_on": ["score-a"],
-         "condition": 'inputs["score-a"].v > 5', "kwargs": {"cmd": run}},
-        {"name": "if-false", "depends_on": ["score-a"],
-         "condition": 'inputs["score-a"].v > 50', "kwargs": {"cmd": run}},
-        {"name": "agg-true", "depends_on": ["score-a", "score-b"],
-         "condition": "count(inputs.*.v > 2) == 2 and any(inputs[\"score-*\"].v == 3)",
-         "kwargs": {"cmd": run}},
-        {"name": "agg-false", "depends_on": ["score-a", "score-b"],
-         "condition": 'all(inputs["score-*"].v > 5)', "kwargs": {"cmd": run}},
+        *condition_tasks(lambda v: step("--v", v), run),
         {"name": "after-skip", "depends_on": ["if-false", "agg-false"],
          "kwargs": {"cmd": run}},
     ])

@@ -11,7 +11,9 @@ the crash tests light on a small machine.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.e2e.harness import Dagq, executions, sh_step, step
 
@@ -81,3 +83,22 @@ def check_runs(log: Path, wf: str, duplicates_allowed: bool) -> int:
     if not duplicates_allowed:
         assert dups == 0, f"duplicate executions outside a crash window: {runs}"
     return dups
+
+
+def condition_tasks(score: Callable[[int], str], run: str) -> list[dict[str, Any]]:
+    """Two scores (7 and 3, made by ``score(v)``) and four conditional tasks running
+    ``run``: ``if-true`` and ``agg-true`` run, ``if-false`` and ``agg-false`` are skipped.
+    Shared by the embedded and the Azurite end-to-end tests."""
+    return [
+        {"name": "score-a", "kwargs": {"cmd": score(7)}},
+        {"name": "score-b", "kwargs": {"cmd": score(3)}},
+        {"name": "if-true", "depends_on": ["score-a"],
+         "condition": 'inputs["score-a"].v > 5', "kwargs": {"cmd": run}},
+        {"name": "if-false", "depends_on": ["score-a"],
+         "condition": 'inputs["score-a"].v > 50', "kwargs": {"cmd": run}},
+        {"name": "agg-true", "depends_on": ["score-a", "score-b"],
+         "condition": 'count(inputs.*.v > 2) == 2 and any(inputs["score-*"].v == 3)',
+         "kwargs": {"cmd": run}},
+        {"name": "agg-false", "depends_on": ["score-a", "score-b"],
+         "condition": 'all(inputs["score-*"].v > 5)', "kwargs": {"cmd": run}},
+    ]

@@ -16,6 +16,7 @@ import pytest
 from shared.core.state import loads
 from shared.ports import Backend
 from tests.e2e.harness import TERMINAL, Dagq, eventually, executions, pid_alive, step
+from tests.e2e.workloads import condition_tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.azurite]
 
@@ -83,19 +84,7 @@ def test_failure_cascades_to_upstream_failed(az: Dagq) -> None:
 def test_conditions_true_false_and_aggregate(az: Dagq) -> None:
     log = az.root / "runs.log"
     run = _logged(log)
-    path = az.define("conditions", [
-        {"name": "score-a", "kwargs": {"cmd": _emit({"v": 7})}},
-        {"name": "score-b", "kwargs": {"cmd": _emit({"v": 3})}},
-        {"name": "if-true", "depends_on": ["score-a"],
-         "condition": 'inputs["score-a"].v > 5', "kwargs": {"cmd": run}},
-        {"name": "if-false", "depends_on": ["score-a"],
-         "condition": 'inputs["score-a"].v > 50', "kwargs": {"cmd": run}},
-        {"name": "agg-true", "depends_on": ["score-a", "score-b"],
-         "condition": 'count(inputs.*.v > 2) == 2 and any(inputs["score-*"].v == 3)',
-         "kwargs": {"cmd": run}},
-        {"name": "agg-false", "depends_on": ["score-a", "score-b"],
-         "condition": 'all(inputs["score-*"].v > 5)', "kwargs": {"cmd": run}},
-    ])
+    path = az.define("conditions", condition_tasks(lambda v: _emit({"v": v}), run))
     assert _run(az, path, "conditions-1") == 0, az.diagnostics("conditions-1")
     assert az.statuses("conditions-1") == {
         "score-a": "completed", "score-b": "completed", "if-true": "completed",
