@@ -11,6 +11,7 @@ import pytest
 from shared.backends import open_backend
 from shared.backends.azure import open_azure_backend
 from shared.errors import ConfigError, StoreUnavailable
+from shared.ports import Backend
 from tests.fixtures.azurite import ACCOUNT
 
 
@@ -19,6 +20,16 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
+
+
+def _read_error(backend: Backend) -> str:
+    """The message of the ``StoreUnavailable`` a first read from ``backend`` raises."""
+    try:
+        with pytest.raises(StoreUnavailable) as err:
+            backend.states.read("wf")
+    finally:
+        backend.close()
+    return str(err.value)
 
 def test_a_malformed_connection_string_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as err:
@@ -37,13 +48,7 @@ def test_a_connection_string_for_another_account_is_a_config_error(azurite: str)
 
 def test_an_unreachable_endpoint_names_the_settings(azurite: str) -> None:
     dead = re.sub(r"127\.0\.0\.1:\d+", f"127.0.0.1:{_free_port()}", azurite)
-    backend = open_azure_backend(f"azure://{ACCOUNT}/p123", connection_string=dead)
-    try:
-        with pytest.raises(StoreUnavailable) as err:
-            backend.states.read("wf")
-    finally:
-        backend.close()
-    message = str(err.value)
+    message = _read_error(open_azure_backend(f"azure://{ACCOUNT}/p123", connection_string=dead))
     assert "cannot reach" in message
     assert "DAGQ_STORE='azure://devstoreaccount1/p123'" in message
     assert "DAGQ_STORAGE_CONNECTION_STRING" in message
@@ -90,13 +95,7 @@ def test_without_any_credential_the_first_request_explains_the_sign_in(
                 "AZURE_FEDERATED_TOKEN_FILE", "IDENTITY_ENDPOINT", "MSI_ENDPOINT"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")  # no az / azd / pwsh to borrow a login from
-    backend = open_backend("azure://nosuchacct123/p123")
-    try:
-        with pytest.raises(StoreUnavailable) as err:
-            backend.states.read("wf")
-    finally:
-        backend.close()
-    message = str(err.value)
+    message = _read_error(open_backend("azure://nosuchacct123/p123"))
     assert "DefaultAzureCredential" in message
     assert "Storage Blob Data Contributor" in message
     assert "DAGQ_STORE='azure://nosuchacct123/p123'" in message
