@@ -182,7 +182,13 @@ class SqliteDb:
 
     def _user_version(self, conn: sqlite3.Connection) -> int:
         try:
-            row = conn.execute("PRAGMA user_version").fetchone()
+            try:
+                row = conn.execute("PRAGMA user_version").fetchone()
+            except sqlite3.OperationalError as e:
+                # busy while another process recovers the WAL of a killed writer
+                if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                    raise
+                row = self._retry(conn, "PRAGMA user_version", ()).fetchone()
         except sqlite3.DatabaseError as e:
             raise StoreUnavailable(f"{self.path} is not a usable SQLite store: {e}") from e
         return int(row[0])
