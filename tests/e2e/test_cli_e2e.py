@@ -11,7 +11,7 @@ import pytest
 
 from shared.backends import open_backend
 from tests.e2e.harness import SCRIPTS, Dagq, eventually, executions, pid_alive, step
-from tests.e2e.workloads import condition_tasks
+from tests.e2e.workloads import CASCADE_TASKS, condition_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -44,12 +44,7 @@ def test_diamond_passes_outputs_downstream(cluster: Dagq) -> None:
 
 
 def test_failure_cascades_to_upstream_failed(cluster: Dagq) -> None:
-    path = cluster.define("cascade", [
-        {"name": "fine", "kwargs": {"cmd": "true"}},
-        {"name": "broken", "kwargs": {"cmd": "echo 'disk on fire' >&2; exit 3"}},
-        {"name": "child", "depends_on": ["broken"], "kwargs": {"cmd": "true"}},
-        {"name": "grandchild", "depends_on": ["child", "fine"], "kwargs": {"cmd": "true"}},
-    ])
+    path = cluster.define("cascade", CASCADE_TASKS)
     wf = cluster.submit(path)
     assert cluster.wait_terminal(wf)["status"] == "failed"
     tasks = cluster.tasks(wf)

@@ -102,3 +102,12 @@ def condition_tasks(score: Callable[[int], str], run: str) -> list[dict[str, Any
         {"name": "agg-false", "depends_on": ["score-a", "score-b"],
          "condition": 'all(inputs["score-*"].v > 5)', "kwargs": {"cmd": run}},
     ]
+
+
+CASCADE_TASKS: list[dict[str, Any]] = [
+    {"name": "fine", "kwargs": {"cmd": "true"}},
+    {"name": "broken", "kwargs": {"cmd": "echo 'disk on fire' >&2; exit 3"}},
+    {"name": "child", "depends_on": ["broken"], "kwargs": {"cmd": "true"}},
+    {"name": "grandchild", "depends_on": ["child", "fine"], "kwargs": {"cmd": "true"}},
+]
+"""A failure cascading: ``broken`` fails, ``child`` and ``grandchild`` become upstream_failed."""

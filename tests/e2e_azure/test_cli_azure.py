@@ -16,7 +16,7 @@ import pytest
 from shared.core.state import loads
 from shared.ports import Backend
 from tests.e2e.harness import TERMINAL, Dagq, eventually, executions, pid_alive, step
-from tests.e2e.workloads import condition_tasks
+from tests.e2e.workloads import CASCADE_TASKS, condition_tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.azurite]
 
@@ -65,12 +65,7 @@ def test_diamond_passes_outputs_downstream(az: Dagq) -> None:
 
 
 def test_failure_cascades_to_upstream_failed(az: Dagq) -> None:
-    path = az.define("cascade", [
-        {"name": "fine", "kwargs": {"cmd": "true"}},
-        {"name": "broken", "kwargs": {"cmd": "echo 'disk on fire' >&2; exit 3"}},
-        {"name": "child", "depends_on": ["broken"], "kwargs": {"cmd": "true"}},
-        {"name": "grandchild", "depends_on": ["child", "fine"], "kwargs": {"cmd": "true"}},
-    ])
+    path = az.define("cascade", CASCADE_TASKS)
     assert _run(az, path, "cascade-1") == 1
     assert az.status("cascade-1")["status"] == "failed"
     tasks = az.tasks("cascade-1")

@@ -71,6 +71,13 @@ def client_for(env: dict[str, str]) -> WorkflowClient:
     return WorkflowClient(backend_from_settings(Settings.from_env(env)))
 
 
+def _parent_of_child_file(tmp_path: Path) -> None:
+    """parent.yaml: task ``sub`` runs child.yaml, then ``after`` depends on it."""
+    (tmp_path / "parent.yaml").write_text(
+        "name: parent\ntasks:\n  - name: sub\n    workflow: child.yaml\n"
+        "  - name: after\n    depends_on: [sub]\n    kwargs: {cmd: 'true'}\n")
+
+
 def test_child_workflows_complete_and_status_shows_the_tree(env: dict[str, str]) -> None:
     run = dagq(env, "run", str(EXAMPLES / "daily.yaml"))
     assert run.returncode == 0, run.stderr
@@ -93,9 +100,7 @@ def test_failing_child_fails_its_parent_task_and_retry_reruns_the_same_child(
     (tmp_path / "child.yaml").write_text(
         "name: child\ntasks:\n  - name: ok\n    kwargs: {cmd: 'true'}\n"
         f"  - name: fragile\n    depends_on: [ok]\n    kwargs: {{cmd: 'test -f {marker}'}}\n")
-    (tmp_path / "parent.yaml").write_text(
-        "name: parent\ntasks:\n  - name: sub\n    workflow: child.yaml\n"
-        "  - name: after\n    depends_on: [sub]\n    kwargs: {cmd: 'true'}\n")
+    _parent_of_child_file(tmp_path)
     run = dagq(env, "run", str(tmp_path / "parent.yaml"))
     assert run.returncode == 1
     wf_id = run.stdout.split()[0]
@@ -171,9 +176,7 @@ def test_cancelling_the_parent_cancels_the_child_and_kills_its_task(
     (tmp_path / "child.yaml").write_text(
         "name: child\ntasks:\n  - name: long\n"
         f"    kwargs: {{cmd: 'echo $$ > {pid_file}; exec sleep 300'}}\n")
-    (tmp_path / "parent.yaml").write_text(
-        "name: parent\ntasks:\n  - name: sub\n    workflow: child.yaml\n"
-        "  - name: after\n    depends_on: [sub]\n    kwargs: {cmd: 'true'}\n")
+    _parent_of_child_file(tmp_path)
     out = dagq(env, "submit", str(tmp_path / "parent.yaml"))
     assert out.returncode == 0, out.stderr
     wf_id = out.stdout.strip()
