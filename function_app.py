@@ -1,12 +1,21 @@
 """Azure Functions entry point: creates the app and registers dagq's blueprints.
 
-Which coordinator trigger is registered is decided by app settings at start-up; see
-``shared.functions`` and docs/functions.md.
+The engine package ``dagq`` is deployed as ``shared/dagq`` beside this file (the
+Functions layout keeps shared code under ``shared/``), so ``shared/`` goes on the import
+path first. Which coordinator trigger is registered is decided by app settings at
+start-up; see ``dagq.functions`` and docs/functions.md.
 """
 
-import azure.functions as func
+import sys
+from pathlib import Path
 
-from shared.functions import build_blueprints
+_SHARED = str(Path(__file__).resolve().parent / "shared")
+if _SHARED not in sys.path:
+    sys.path.insert(0, _SHARED)
+
+import azure.functions as func  # noqa: E402
+
+from dagq.functions import build_blueprints  # noqa: E402
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
 for blueprint in build_blueprints():

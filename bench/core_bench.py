@@ -19,11 +19,11 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from shared.core import engine
-from shared.core.engine import Completion
-from shared.core.engine_codec import clear_definition_cache
-from shared.core.model import TaskDef, WorkflowDef
-from shared.core.state import dumps, loads
+from dagq.core import engine
+from dagq.core.engine import Completion
+from dagq.core.engine.codec import clear_definition_cache
+from dagq.core.engine.state import dumps, loads
+from dagq.core.model import TaskDef, WorkflowDef
 
 T = TypeVar("T")
 

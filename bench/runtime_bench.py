@@ -27,12 +27,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from shared.client import WorkflowClient  # noqa: E402
-from shared.config import Settings  # noqa: E402
-from shared.coordinator import Coordinator  # noqa: E402
-from shared.core.model import TERMINAL_WORKFLOW_STATUSES, TaskDef, WorkflowDef  # noqa: E402
-from shared.messages import CompletionMessage, decode_task  # noqa: E402
-from shared.wiring import backend_from_settings  # noqa: E402
+from dagq.backends.wiring import backend_from_settings  # noqa: E402
+from dagq.client import WorkflowClient  # noqa: E402
+from dagq.config import Settings  # noqa: E402
+from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, TaskDef, WorkflowDef  # noqa: E402
+from dagq.protocol.messages import CompletionMessage, decode_task  # noqa: E402
+from dagq.runtime.coordinator import Coordinator  # noqa: E402
 
 DAGQ = str(Path(sys.executable).parent / "dagq")
 

@@ -1,6 +1,6 @@
 """Pick the best upstream model by error."""
 
-from shared.task import get_upstream_outputs, set_output
+from dagq.task import get_upstream_outputs, set_output
 
 results = get_upstream_outputs()
 best = min(results, key=lambda name: results[name]["mae"])

@@ -2,7 +2,7 @@
 
 import time
 
-from shared.task import set_output
+from dagq.task import set_output
 
 time.sleep(0.5)
 set_output({"path": "data/features.parquet", "stats": {"rows": 1_000_000, "columns": 128}})

@@ -3,7 +3,7 @@
 import os
 import time
 
-from shared.task import get_upstream_output, set_output
+from dagq.task import get_upstream_output, set_output
 
 features = get_upstream_output("featurize")
 model = os.environ["MODEL"]

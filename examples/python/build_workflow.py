@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import argparse
 
+from dagq.compose import Chain, Group, WithDelay, Workflow, task
+
 from examples.python.steps import load_data, pick_best, report, train
-from shared.compose import Chain, Group, WithDelay, Workflow, task
 
 
 def build() -> Workflow:
@@ -44,9 +45,9 @@ def main() -> None:
     parser.add_argument("--submit", action="store_true", help="submit to DAGQ_STORE")
     workflow = build()
     if parser.parse_args().submit:
-        from shared.client import WorkflowClient
-        from shared.config import Settings
-        from shared.wiring import backend_from_settings
+        from dagq.backends.wiring import backend_from_settings
+        from dagq.client import WorkflowClient
+        from dagq.config import Settings
 
         print(workflow.submit(WorkflowClient(backend_from_settings(Settings.from_env()))))
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from shared.task import get_upstream_output
+from dagq.task import get_upstream_output
 
 
 def load_data(rows: int, seed: int = 0) -> dict[str, list[float]]:

@@ -7,10 +7,9 @@ import hashlib
 import pytest
 from azure.data.tables import TableClient
 from azure.storage.blob import BlobClient
-
-from shared.backends.azure import AzureBackend
-from shared.errors import NotFound
-from shared.ports import IndexRow
+from dagq.backends.azure import AzureBackend
+from dagq.errors import NotFound
+from dagq.ports import IndexRow
 
 
 def test_outputs_carry_their_md5_as_a_blob_property(store: AzureBackend, azurite: str) -> None:

@@ -5,17 +5,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from shared.backends.azure.naming import (
+from dagq.backends.azure.naming import (
     escape_key,
     fold,
     parse_queues_url,
     parse_store_url,
     unescape_key,
 )
-from shared.errors import ConfigError
+from dagq.errors import ConfigError
+from hypothesis import given
+from hypothesis import strategies as st
 
 CONTAINER_OR_QUEUE = re.compile(r"^(?=.{3,63}$)[a-z0-9]+(-[a-z0-9]+)*$")
 TABLE = re.compile(r"^[A-Za-z][A-Za-z0-9]{2,62}$")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from shared.backends.azure import AzureBackend
-from shared.backends.azure.transport import classify
-from shared.ports import IndexRow
+from dagq.backends.azure import AzureBackend
+from dagq.backends.azure.transport import classify
+from dagq.ports import IndexRow
 
 
 def _delta(store: AzureBackend, before: dict[str, int]) -> dict[str, int]:

@@ -10,16 +10,15 @@ import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 from azure.servicebus._pyamqp.message import Header, Properties
 from azure.servicebus._pyamqp.message import Message as AmqpMessage
-
-from shared.backends.azure import open_azure_backend
-from shared.backends.azure.servicebus import (
+from dagq.backends.azure import open_azure_backend
+from dagq.backends.azure.servicebus import (
     ID_PROPERTY,
     ServiceBusQueues,
     build_message,
     session_of,
     to_message,
 )
-from shared.errors import ConfigError, StoreUnavailable
+from dagq.errors import ConfigError, StoreUnavailable
 
 NOW = 1_800_000_000.0
 # An emulator-style string: the SDK connects to plain AMQP on 127.0.0.1, where nothing

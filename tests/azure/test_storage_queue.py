@@ -7,10 +7,10 @@ import json
 
 import pytest
 from azure.storage.queue import QueueClient
+from dagq.backends.azure import AzureBackend
+from dagq.backends.azure.storage_queue import FRAME, MAX_BODY, frame, unframe
+from dagq.errors import StoreError
 
-from shared.backends.azure import AzureBackend
-from shared.backends.azure.storage_queue import FRAME, MAX_BODY, frame, unframe
-from shared.errors import StoreError
 from tests.fixtures.azurite import ACCOUNT
 
 
@@ -92,7 +92,7 @@ def test_a_backend_on_the_same_store_sees_the_same_queues(
     store: AzureBackend, azurite_store: tuple[str, str]
 ) -> None:
     store.queues.get("cpu").send(b"hello", message_id="k")
-    from shared.backends.azure import open_azure_backend
+    from dagq.backends.azure import open_azure_backend
 
     url = f"azure://{ACCOUNT}/{store.names.prefix}"
     second = open_azure_backend(url, connection_string=azurite_store[1])

@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from shared.backends import open_backend
-from shared.backends.sqlite import SqliteBackend
-from shared.backends.sqlite_db import ABOVE_ALL_TEXT, SCHEMA_VERSION, prefix_upper_bound
-from shared.errors import ConfigError, NotFound, StoreUnavailable
+from dagq.backends import open_backend
+from dagq.backends.sqlite import SqliteBackend
+from dagq.backends.sqlite.db import ABOVE_ALL_TEXT, SCHEMA_VERSION, prefix_upper_bound
+from dagq.errors import ConfigError, NotFound, StoreUnavailable
 
 
 @pytest.fixture
@@ -214,7 +213,7 @@ def test_prefix_upper_bound(prefix: str, upper: str | bytes) -> None:
 
 
 def test_name_prefix_query_handles_the_highest_code_point(backend: SqliteBackend) -> None:
-    from shared.ports import IndexRow
+    from dagq.ports import IndexRow
 
     for wid, name in [("1", "\U0010ffff"), ("2", "\U0010ffffz"), ("3", "a")]:
         backend.index.create(IndexRow(id=wid, name=name, status="pending"))

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
-from shared.backends.sqlite import SqliteBackend
-from shared.errors import PreconditionFailed
+from dagq.backends.sqlite import SqliteBackend
+from dagq.errors import PreconditionFailed
 
 PROCESSES = 4
 

@@ -8,11 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-from shared.client import WorkflowClient
-from shared.config import Settings
-from shared.coordinator import Coordinator
-from shared.core.model import TaskDef, WorkflowDef
-from shared.wiring import backend_from_settings
+from dagq.backends.wiring import backend_from_settings
+from dagq.client import WorkflowClient
+from dagq.config import Settings
+from dagq.core.model import TaskDef, WorkflowDef
+from dagq.runtime.coordinator import Coordinator
 
 DAGQ = str(Path(sys.executable).parent / "dagq")
 

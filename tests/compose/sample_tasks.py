@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from shared.task import get_upstream_output
-from shared.worker.processors import Outcome, Processor, TaskContext
+from dagq.task import get_upstream_output
+from dagq.worker.processors import Outcome, Processor, TaskContext
 
 
 def numbers(n: int) -> list[int]:

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dagq.backends import open_backend
+from dagq.client import WorkflowClient
+from dagq.compose import Chain, Group, Task, WithDelay, Workflow, task
+from dagq.core.model import TaskDef, WorkflowDef
+from dagq.errors import DefinitionError
 
-from shared.backends import open_backend
-from shared.client import WorkflowClient
-from shared.compose import Chain, Group, Task, WithDelay, Workflow, task
-from shared.core.model import TaskDef, WorkflowDef
-from shared.errors import DefinitionError
 from tests.compose import sample_tasks
 from tests.compose.sample_tasks import Shouter, add, numbers, scale, total
 
@@ -165,9 +165,9 @@ def test_submit_stores_the_workflow_and_returns_its_id(tmp_path: Path) -> None:
 
 
 def test_sub_workflow_tasks_take_workflows_definitions_and_factory_steps() -> None:
-    from shared.compose import Workflow, task
-    from shared.core.model import SubWorkflow
-    from shared.errors import DefinitionError
+    from dagq.compose import Workflow, task
+    from dagq.core.model import SubWorkflow
+    from dagq.errors import DefinitionError
 
     child = Workflow("child", task("one", cmd="true"))
     wf = Workflow("parent", task("inline", workflow=child, params={"k": 1}),

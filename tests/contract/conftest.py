@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from shared.ports import Backend  # noqa: E402
+from dagq.ports import Backend  # noqa: E402
+
 from tests.contract.factories import MAX_DELIVERIES, SQLITE, BackendFactory, ContractEnv  # noqa: E402
 
 OPTIONAL_MODULES: list[str] = ["tests.fixtures.azurite"]

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from shared.backends import open_backend
-from shared.ports import Backend
+from dagq.backends import open_backend
+from dagq.ports import Backend
 
 MAX_DELIVERIES = 3
 """Max deliveries every contract backend is opened with (``ContractEnv.max_deliveries``)."""

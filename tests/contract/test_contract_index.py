@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from shared.errors import AlreadyExists, NotFound
-from shared.ports import Backend, IndexRow
+from dagq.errors import AlreadyExists, NotFound
+from dagq.ports import Backend, IndexRow
 
 
 def _row(wid: str, name: str = "etl", status: str = "pending", **kw: object) -> IndexRow:

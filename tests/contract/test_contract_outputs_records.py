@@ -6,9 +6,8 @@ import hashlib
 import threading
 
 import pytest
-
-from shared.errors import AlreadyExists, NotFound, PreconditionFailed
-from shared.ports import Backend
+from dagq.errors import AlreadyExists, NotFound, PreconditionFailed
+from dagq.ports import Backend
 
 
 def _md5(data: bytes) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from shared.errors import AlreadyExists, NotFound, PreconditionFailed
-from shared.ports import Backend
+from dagq.errors import AlreadyExists, NotFound, PreconditionFailed
+from dagq.ports import Backend
 
 
 def test_create_then_read_returns_the_bytes_and_etag(backend: Backend) -> None:

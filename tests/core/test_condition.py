@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from dagq.core.condition import Condition, cached_condition, compile_condition
+from dagq.core.model import OutputRef
+from dagq.errors import ConditionError
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from shared.core.condition import Condition, cached_condition, compile_condition
-from shared.core.model import OutputRef
-from shared.errors import ConditionError
 
 
 def ev(expr: str, inputs: dict[str, Any]) -> tuple[bool, str | None]:

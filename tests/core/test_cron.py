@@ -1,4 +1,4 @@
-"""Cron parsing, fire times and DST behaviour (shared.core.cron)."""
+"""Cron parsing, fire times and DST behaviour (dagq.core.schedule.cron)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from itertools import islice, pairwise
 
 import pytest
+from dagq.core.schedule.cron import MACROS, CronExpr, parse_cron, parse_timezone
+from dagq.errors import CronError
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-from shared.core.cron import MACROS, CronExpr, parse_cron, parse_timezone
-from shared.errors import CronError
 
 BERLIN = parse_timezone("Europe/Berlin")
 NEW_YORK = parse_timezone("America/New_York")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.core import engine
-from shared.core.engine import Completion, WorkflowState
-from shared.core.model import TaskDef, WorkflowDef
+from dagq.core import engine
+from dagq.core.engine import Completion, WorkflowState
+from dagq.core.model import TaskDef, WorkflowDef
 
 
 def wf(*tasks: TaskDef, **kw: Any) -> WorkflowDef:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from shared.core import engine
-from shared.core.engine import Completion, WorkflowState
-from shared.core.model import TaskDef, WorkflowDef
+from dagq.core import engine
+from dagq.core.engine import Completion, WorkflowState
+from dagq.core.model import TaskDef, WorkflowDef
 
 
 def wf(*tasks: TaskDef, **kw: Any) -> WorkflowDef:
@@ -163,7 +162,7 @@ def test_apply_before_start_changes_nothing() -> None:
 
 
 def test_inputs_are_outputs_or_refs_of_completed_dependencies() -> None:
-    from shared.core.model import OutputRef
+    from dagq.core.model import OutputRef
 
     ref = OutputRef("outputs/wf/b/1.json", "abc", 10)
     s = started(wf(TaskDef("a"), TaskDef("b"), TaskDef("c"),

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from shared.core import engine
-from shared.core.engine import Completion, WorkflowState
-from shared.core.model import DepPolicy, TaskDef, WorkflowDef
+from dagq.core import engine
+from dagq.core.engine import Completion, WorkflowState
+from dagq.core.model import DepPolicy, TaskDef, WorkflowDef
 
 
 def wf(*tasks: TaskDef, **kw: Any) -> WorkflowDef:
@@ -154,7 +153,7 @@ def test_diamond_runs_the_join_once() -> None:
 
 @pytest.mark.parametrize(("policy", "n"), [(0, 2), (3, 2), ("most", 2), (1, 0)])
 def test_impossible_policies_are_rejected_at_create(policy: Any, n: int) -> None:
-    from shared.errors import DefinitionError
+    from dagq.errors import DefinitionError
 
     roots = [TaskDef(f"d{k}") for k in range(n)]
     defn = wf(*roots, TaskDef("j", depends_on=tuple(r.name for r in roots), dep_policy=policy))

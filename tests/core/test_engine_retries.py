@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from shared.core import engine
-from shared.core.engine import Completion, WorkflowState
-from shared.core.model import TaskDef, WorkflowDef
-from shared.core.policy import retry_delay
+from dagq.core import engine
+from dagq.core.engine import Completion, WorkflowState
+from dagq.core.model import TaskDef, WorkflowDef
+from dagq.core.policy import retry_delay
 
 
 def wf(*tasks: TaskDef, **kw: Any) -> WorkflowDef:

@@ -7,9 +7,8 @@ import textwrap
 from typing import Any
 
 import pytest
-
-from shared.core.model import SubWorkflow, TaskDef, WorkflowDef
-from shared.core.parse import (
+from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
+from dagq.core.parse import (
     canonical_json,
     definition_from_dict,
     definition_hash,
@@ -17,8 +16,8 @@ from shared.core.parse import (
     dump_yaml,
     load_definition,
 )
-from shared.core.transforms import sequentialize_fan_in
-from shared.errors import DefinitionError, Problem
+from dagq.core.transforms import sequentialize_fan_in
+from dagq.errors import DefinitionError, Problem
 
 DIAMOND = textwrap.dedent("""\
     # yaml-language-server: $schema=workflow-definition.schema.json

@@ -1,4 +1,4 @@
-"""Tick decisions (catch-up, overlap, pause) and run ids (shared.core.schedule_policy)."""
+"""Tick decisions (catch-up, overlap, pause) and run ids (dagq.core.schedule.policy)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-
-from shared.core.schedule_policy import (
+from dagq.core.schedule.policy import (
     ScheduleSpec,
     TickDecision,
     decide_tick,
@@ -17,7 +16,7 @@ from shared.core.schedule_policy import (
     run_id,
     upcoming,
 )
-from shared.errors import CronError
+from dagq.errors import CronError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -10,17 +10,16 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-
-from shared.core.model import TaskDef, WorkflowDef
-from shared.core.parse import (
+from dagq.core.model import TaskDef, WorkflowDef
+from dagq.core.parse import (
     TASK_FIELDS,
     WORKFLOW_FIELDS,
     definition_to_dict,
     load_definition,
 )
-from shared.core.schema import load_schema, schema_path
-from shared.core.transforms import sequentialize_fan_in
-from shared.errors import DefinitionError
+from dagq.core.schema import load_schema, schema_path
+from dagq.core.transforms import sequentialize_fan_in
+from dagq.errors import DefinitionError
 
 ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = jsonschema.Draft202012Validator(load_schema())

@@ -5,13 +5,12 @@ from __future__ import annotations
 import zlib
 
 import pytest
-
-from shared.core import engine
-from shared.core.engine import Completion, WorkflowState
-from shared.core.engine_defcodec import def_from_json, def_to_json
-from shared.core.model import OutputRef, SubWorkflow, TaskDef, WorkflowDef
-from shared.core.state import FORMAT_VERSION, dumps, loads
-from shared.errors import DefinitionError
+from dagq.core import engine
+from dagq.core.engine import Completion, WorkflowState
+from dagq.core.engine.defcodec import def_from_json, def_to_json
+from dagq.core.engine.state import FORMAT_VERSION, dumps, loads
+from dagq.core.model import OutputRef, SubWorkflow, TaskDef, WorkflowDef
+from dagq.errors import DefinitionError
 
 REF = OutputRef("outputs/wf/b/1.json", "d41d8cd98f00b204e9800998ecf8427e", 12)
 CHILD = WorkflowDef("child", (TaskDef("x", kwargs={"cmd": "true"}),), params={"p": 1})

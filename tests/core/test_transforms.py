@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-from shared.core.model import SubWorkflow, TaskDef, WorkflowDef
-from shared.core.transforms import (
+from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
+from dagq.core.transforms import (
     cycle_through,
     real_upstream_tasks,
     sequentialize_fan_in,
     strongly_connected,
 )
-from shared.core.validate import validate
-from shared.errors import DefinitionError
+from dagq.core.validate import validate
+from dagq.errors import DefinitionError
 
 
 def fan_in(n: int, **leaf: object) -> WorkflowDef:

@@ -6,11 +6,10 @@ import math
 from typing import Any
 
 import pytest
-
-from shared.core.model import SubWorkflow, TaskDef, WorkflowDef
-from shared.core.rules import queue_problem, task_name_problem
-from shared.core.validate import validate
-from shared.errors import Problem
+from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
+from dagq.core.rules import queue_problem, task_name_problem
+from dagq.core.validate import validate
+from dagq.errors import Problem
 
 
 def wf(*tasks: TaskDef, **fields: Any) -> WorkflowDef:
@@ -280,8 +279,8 @@ def test_problems_of_all_kinds_come_together() -> None:
     ({"path": "ckpt", "often": 1}, "unknown key(s) often"),
 ])
 def test_bad_dirsync_specs_are_reported(value: object, words: str) -> None:
-    from shared.core.model import TaskDef, WorkflowDef
-    from shared.core.validate import validate
+    from dagq.core.model import TaskDef, WorkflowDef
+    from dagq.core.validate import validate
 
     defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true", "bg_dirsync_to": value}),))
     problems = validate(defn)
@@ -289,8 +288,8 @@ def test_bad_dirsync_specs_are_reported(value: object, words: str) -> None:
 
 
 def test_good_dirsync_specs_pass() -> None:
-    from shared.core.model import TaskDef, WorkflowDef
-    from shared.core.validate import validate
+    from dagq.core.model import TaskDef, WorkflowDef
+    from dagq.core.validate import validate
 
     for value in ("ckpt", {"path": "/abs", "every_s": 1.5, "dest": "run/ckpt"}):
         defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true", "bg_dirsync_to": value}),))
@@ -299,8 +298,8 @@ def test_good_dirsync_specs_pass() -> None:
 
 @pytest.mark.parametrize("queue", ["completions", "deadletter"])
 def test_reserved_queue_names_are_refused(queue: str) -> None:
-    from shared.core.model import TaskDef, WorkflowDef
-    from shared.core.validate import validate
+    from dagq.core.model import TaskDef, WorkflowDef
+    from dagq.core.validate import validate
 
     defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true"}, queue=queue),))
     assert any("reserved" in p.message for p in validate(defn))

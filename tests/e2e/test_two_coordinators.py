@@ -7,13 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
+from dagq.backends import open_backend
+from dagq.client import COMPLETIONS, WorkflowClient
+from dagq.compose.loader import load_file
+from dagq.config import Settings
+from dagq.protocol.messages import CompletionMessage
+from dagq.runtime.coordinator import Coordinator
 
-from shared.backends import open_backend
-from shared.client import COMPLETIONS, WorkflowClient
-from shared.config import Settings
-from shared.coordinator import Coordinator
-from shared.loader import load_file
-from shared.messages import CompletionMessage
 from tests.e2e.harness import Dagq
 from tests.e2e.workloads import check_mix, check_runs, define_mix
 

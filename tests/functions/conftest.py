@@ -13,12 +13,13 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from shared.functions.coordinator_queue import storage_queue_blueprint  # noqa: E402
-from shared.functions.coordinator_sb import servicebus_blueprint  # noqa: E402
-from shared.functions.http_api import http_blueprint  # noqa: E402
-from shared.functions.runtime import Runtime  # noqa: E402
-from shared.functions.timers import timers_blueprint  # noqa: E402
-from shared.ports import Backend  # noqa: E402
+from dagq.functions.coordinator_queue import storage_queue_blueprint  # noqa: E402
+from dagq.functions.coordinator_sb import servicebus_blueprint  # noqa: E402
+from dagq.functions.http_api import http_blueprint  # noqa: E402
+from dagq.functions.runtime import Runtime  # noqa: E402
+from dagq.functions.timers import timers_blueprint  # noqa: E402
+from dagq.ports import Backend  # noqa: E402
+
 from tests.functions.host import Handler, app_of, user_functions  # noqa: E402
 
 STORES = [pytest.param("sqlite", id="sqlite"),

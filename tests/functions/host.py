@@ -10,9 +10,8 @@ from typing import Any
 import azure.functions as func
 from azure.functions.queue import QueueMessage
 from azure.functions.servicebus import ServiceBusMessage
-
-from shared.client import COMPLETIONS
-from shared.ports import Backend, Message
+from dagq.client import COMPLETIONS
+from dagq.ports import Backend, Message
 
 Handler = Callable[..., Any]
 

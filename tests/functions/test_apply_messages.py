@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from shared.client import COMPLETIONS, WorkflowClient
-from shared.config import Settings
-from shared.coordinator import Coordinator
-from shared.core.parse import load_definition
-from shared.messages import CompletionMessage, ControlMessage
-from shared.ports import Backend
+from dagq.client import COMPLETIONS, WorkflowClient
+from dagq.config import Settings
+from dagq.core.parse import load_definition
+from dagq.ports import Backend
+from dagq.protocol.messages import CompletionMessage, ControlMessage
+from dagq.runtime.coordinator import Coordinator
 
 ONE = "name: one\ntasks:\n  - {name: t, kwargs: {cmd: 'true'}}\n"
 

@@ -10,17 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from azure.functions.queue import QueueMessage
 from azure.functions.timer import TimerRequest
+from dagq.client import COMPLETIONS, WorkflowClient
+from dagq.core.parse import load_definition
+from dagq.errors import PreconditionFailed
+from dagq.functions.completions import RedeliverLater
+from dagq.functions.coordinator_queue import storage_queue_blueprint
+from dagq.functions.coordinator_sb import servicebus_blueprint
+from dagq.functions.runtime import Runtime
+from dagq.functions.timers import timers_blueprint
+from dagq.ports import Backend, StateStore
+from dagq.protocol.messages import CompletionMessage, decode_task
 
-from shared.client import COMPLETIONS, WorkflowClient
-from shared.core.parse import load_definition
-from shared.errors import PreconditionFailed
-from shared.functions.completions import RedeliverLater
-from shared.functions.coordinator_queue import storage_queue_blueprint
-from shared.functions.coordinator_sb import servicebus_blueprint
-from shared.functions.runtime import Runtime
-from shared.functions.timers import timers_blueprint
-from shared.messages import CompletionMessage, decode_task
-from shared.ports import Backend, StateStore
 from tests.functions.host import (
     Handler,
     app_of,

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from shared.backends.azure.naming import parse_queues_url, parse_store_url
-from shared.functions import (
+from dagq.backends.azure.naming import parse_queues_url, parse_store_url
+from dagq.functions import (
     completion_queue_name,
     coordinator_queue,
     coordinator_sb,
     coordinator_trigger,
 )
+
 from tests.infra.bicep_eval import Evaluator, Sym, Templates, body_of, parse, path_of
 
 ROOT = Path(__file__).resolve().parents[2]

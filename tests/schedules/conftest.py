@@ -15,11 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from shared.backends.sqlite import SqliteBackend  # noqa: E402
-from shared.core.model import WorkflowDef  # noqa: E402
-from shared.core.parse import load_definition  # noqa: E402
-from shared.core.schedule_policy import ScheduleSpec  # noqa: E402
-from shared.schedules import ScheduleStore  # noqa: E402
+from dagq.backends.sqlite import SqliteBackend  # noqa: E402
+from dagq.core.model import WorkflowDef  # noqa: E402
+from dagq.core.parse import load_definition  # noqa: E402
+from dagq.core.schedule.policy import ScheduleSpec  # noqa: E402
+from dagq.schedules.store import ScheduleStore  # noqa: E402
 
 T0 = datetime(2026, 3, 2, 0, 0, 30, tzinfo=UTC)
 """When the test schedules are added (a Monday, half a minute past midnight UTC)."""

@@ -7,12 +7,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
-from shared.backends.sqlite import SqliteBackend
-from shared.core.model import TaskDef, WorkflowDef
-from shared.errors import CronError, DefinitionError, PreconditionFailed
-from shared.loader import load_file
-from shared.schedules import (
+from dagq.backends.sqlite import SqliteBackend
+from dagq.compose.loader import load_file
+from dagq.core.model import TaskDef, WorkflowDef
+from dagq.errors import CronError, DefinitionError, PreconditionFailed
+from dagq.schedules.store import (
     HISTORY,
     PARTITION,
     MissedEntry,
@@ -22,6 +21,7 @@ from shared.schedules import (
     detail,
     summary,
 )
+
 from tests.schedules.conftest import T0, make_spec
 
 

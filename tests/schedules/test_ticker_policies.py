@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from shared.backends.sqlite import SqliteBackend
-from shared.client import WorkflowClient
-from shared.core.model import TaskDef, WorkflowDef
-from shared.core.schedule_policy import run_id
-from shared.schedule_ticker import Ticker
-from shared.schedules import HISTORY, ScheduleStore
+from dagq.backends.sqlite import SqliteBackend
+from dagq.client import WorkflowClient
+from dagq.core.model import TaskDef, WorkflowDef
+from dagq.core.schedule.policy import run_id
+from dagq.schedules.store import HISTORY, ScheduleStore
+from dagq.schedules.ticker import Ticker
+
 from tests.schedules.conftest import T0, Clock, make_spec
 
 H = timedelta(hours=1)

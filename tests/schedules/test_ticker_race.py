@@ -10,12 +10,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from shared.backends.sqlite import SqliteBackend
-from shared.core.model import WorkflowDef
-from shared.core.schedule_policy import run_id
-from shared.ports import Records
-from shared.schedule_ticker import Fired, Ticker, TickReport
-from shared.schedules import PARTITION, ScheduleStore
+from dagq.backends.sqlite import SqliteBackend
+from dagq.core.model import WorkflowDef
+from dagq.core.schedule.policy import run_id
+from dagq.ports import Records
+from dagq.schedules.store import PARTITION, ScheduleStore
+from dagq.schedules.ticker import Fired, Ticker, TickReport
+
 from tests.schedules.conftest import T0, make_spec
 
 MIDNIGHT = T0.replace(second=0)

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from shared.client import WorkflowClient
-from shared.compose import Chain
-from shared.config import Settings
-from shared.core.model import SubWorkflow, TaskDef, WorkflowDef
-from shared.wiring import backend_from_settings
+from dagq.backends.wiring import backend_from_settings
+from dagq.client import WorkflowClient
+from dagq.compose import Chain
+from dagq.config import Settings
+from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 
 DAGQ = str(Path(sys.executable).parent / "dagq")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "subworkflows"
@@ -134,7 +133,7 @@ def test_failing_child_fails_its_parent_task_and_retry_reruns_the_same_child(
 
 
 FACTORIES = '''
-from shared.core.model import TaskDef, WorkflowDef
+from dagq.core.model import TaskDef, WorkflowDef
 
 def broken(region):
     raise RuntimeError(f"no data for {region}")
@@ -221,8 +220,8 @@ def test_a_delayed_sub_workflow_task_starts_its_child_only_after_the_delay(
 
 
 BUILDER_FACTORY = '''
-from shared.compose import Chain, Workflow, task
-from shared.subworkflow import workflow_factory
+from dagq.compose import Chain, Workflow, task
+from dagq.compose.factory import workflow_factory
 
 
 @workflow_factory
@@ -236,7 +235,7 @@ def etl(region):
 def test_python_builder_runs_factory_made_children(
         env: dict[str, str], tmp_path: Path, services: None,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from shared.compose import Group, Workflow, task
+    from dagq.compose import Group, Workflow, task
 
     (tmp_path / "builder_factories.py").write_text(BUILDER_FACTORY)
     monkeypatch.syspath_prepend(str(tmp_path))

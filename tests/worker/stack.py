@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shared.backends import open_backend
-from shared.client import WorkflowClient
-from shared.ports import Backend
-from shared.worker.heartbeat import PARTITION
+from dagq.backends import open_backend
+from dagq.client import WorkflowClient
+from dagq.ports import Backend
+from dagq.worker.heartbeat import PARTITION
+
 from tests.e2e.harness import TERMINAL, Dagq, Proc, eventually
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"

@@ -18,10 +18,9 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-
-from shared.config import Settings
-from shared.wiring import backend_from_settings
-from shared.worker.batch_feeder import API_VERSION, tasks_to_add
+from dagq.backends.wiring import backend_from_settings
+from dagq.config import Settings
+from dagq.worker.batch_feeder import API_VERSION, tasks_to_add
 
 DAGQ = str(Path(sys.executable).parent / "dagq")
 TASK_FILE = Path(__file__).resolve().parents[2] / "workers" / "deploy" / "batch" / "task.json"

@@ -8,11 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from shared.backends.sqlite import SqliteBackend
-from shared.errors import ConfigError, StoreUnavailable, TaskError
-from shared.ports import OutputStore
-from shared.worker.dirsync import (
+from dagq.backends.sqlite import SqliteBackend
+from dagq.errors import ConfigError, StoreUnavailable, TaskError
+from dagq.ports import OutputStore
+from dagq.worker.dirsync import (
     DirSync,
     default_interval,
     dir_prefix,

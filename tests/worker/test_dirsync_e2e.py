@@ -11,15 +11,15 @@ import sys
 from typing import Any
 
 import pytest
+from dagq.worker.dirsync import dir_prefix
 
-from shared.worker.dirsync import dir_prefix
 from tests.e2e.harness import eventually
 from tests.worker.stack import SCRIPTS, Stack, wait_file
 
 pytestmark = pytest.mark.slow
 PY = sys.executable
 FINAL = {"a.txt": "second a", "sub/b.txt": "b", "c.txt": "c"}
-FETCH = ("from pathlib import Path; from shared.task import fetch_dir, set_output; "
+FETCH = ("from pathlib import Path; from dagq.task import fetch_dir, set_output; "
          "set_output({p.relative_to(Path('got').absolute()).as_posix(): p.read_text() "
          "for p in fetch_dir('train', 'got')})")
 

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from shared.messages import TaskMessage
-from shared.worker.function_processor import FunctionProcessor
-from shared.worker.processors import (
+from dagq.protocol.messages import TaskMessage
+from dagq.worker.function_processor import FunctionProcessor
+from dagq.worker.processors import (
     NoopProcessor,
     Outcome,
     ShellProcessor,

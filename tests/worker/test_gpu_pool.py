@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from shared.errors import ConfigError
-from shared.worker.gpu import GpuPool
+from dagq.errors import ConfigError
+from dagq.worker.gpu import GpuPool
 
 
 def test_groups_are_disjoint_and_a_taker_waits_for_a_free_one() -> None:

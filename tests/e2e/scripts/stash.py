@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from shared.task import fetch_file, get_upstream_output, set_output, stash_file
+from dagq.task import fetch_file, get_upstream_output, set_output, stash_file
 
 
 def put(size: int) -> int:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from shared.task import get_upstream_outputs, set_output
+from dagq.task import get_upstream_outputs, set_output
 
 
 def main() -> int:

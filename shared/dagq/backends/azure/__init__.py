@@ -1,0 +1,162 @@
+"""The Azure backend: Blob Storage, Table Storage, Storage Queues or Service Bus.
+
+``open_azure_backend("azure://ACCOUNT/PREFIX")`` signs in with ``DefaultAzureCredential``
+against ``https://ACCOUNT.{blob,queue,table}.core.windows.net``; with
+``connection_string=`` (``DAGQ_STORAGE_CONNECTION_STRING``, e.g. ``UseDevelopmentStorage=true``
+for Azurite) it uses that instead. ``queues_url="sb://NAMESPACE"`` (``DAGQ_QUEUES``) moves
+task and completion queues to Service Bus, signed in with the credential or
+``servicebus_connection_string=`` (``DAGQ_SERVICEBUS_CONNECTION_STRING``).
+
+Nothing is contacted while opening: containers, tables and queues are created by the
+first write that needs them, and a wrong endpoint or credential surfaces at the first
+operation as ``StoreUnavailable`` naming the setting to fix. See docs/azure.md.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from dagq.backends.azure import clients
+from dagq.backends.azure.blob import BlobOutputs, BlobStates
+from dagq.backends.azure.deadletter import DeadLetters
+from dagq.backends.azure.errors import Guard
+from dagq.backends.azure.naming import StoreNames, parse_queues_url, parse_store_url
+from dagq.backends.azure.servicebus import ServiceBusQueues
+from dagq.backends.azure.storage_queue import StorageQueue
+from dagq.backends.azure.table import TableIndex, TableRecords
+from dagq.backends.azure.transport import Plumbing, pool_size_from
+from dagq.errors import ConfigError
+from dagq.ports import (
+    Backend,
+    Index,
+    OutputStore,
+    Queues,
+    Records,
+    RequestStats,
+    StateStore,
+)
+
+__all__ = ["AzureBackend", "StorageQueues", "open_azure_backend"]
+
+STORAGE_SECRET = "DAGQ_STORAGE_CONNECTION_STRING"
+SB_SECRET = "DAGQ_SERVICEBUS_CONNECTION_STRING"
+COMPLETIONS = "completions"
+
+
+class StorageQueues:
+    """``Queues`` on Storage Queues: ``{p}-completions`` and ``{p}-q-{name}``."""
+
+    def __init__(self, service: Any, names: StoreNames, guard: Guard, dead: DeadLetters,
+                 max_deliveries: int, pool: ThreadPoolExecutor) -> None:
+        self._service = service
+        self._names = names
+        self._guard = guard
+        self._dead = dead
+        self._max = max_deliveries
+        self._pool = pool
+        self._queues: dict[str, StorageQueue] = {}
+
+    def get(self, name: str) -> StorageQueue:
+        """The queue called ``name``, created on the first ``get`` in this process."""
+        queue = self._queues.get(name)
+        if queue is None:
+            client = _queue_client(self._service, self._names.queue(name))
+            queue = StorageQueue(name, client, self._guard, self._dead, self._max,
+                                 self._pool, framed=name != COMPLETIONS)
+            queue.create()
+            self._queues[name] = queue
+        return queue
+
+    def names(self) -> list[str]:
+        """Logical names of existing task queues of this store."""
+        with self._guard("listing queues"):
+            found = self._service.list_queues(name_starts_with=self._names.task_queue_prefix)
+            return sorted(n for n in (self._names.logical(q.name) for q in found) if n)
+
+
+class AzureBackend:
+    """Every port on Azure services, sharing one connection pool and request counter."""
+
+    def __init__(self, names: StoreNames, plumbing: Plumbing, states: BlobStates,
+                 index: TableIndex, queues: StorageQueues | ServiceBusQueues,
+                 outputs: BlobOutputs, records: TableRecords, pool: ThreadPoolExecutor) -> None:
+        self.names = names
+        self.states: StateStore = states
+        self.index: Index = index
+        self.queues: Queues = queues
+        self.outputs: OutputStore = outputs
+        self.records: Records = records
+        self.stats: RequestStats = plumbing.stats
+        self._plumbing = plumbing
+        self._pool = pool
+
+    def close(self) -> None:
+        """Release threads and connections."""
+        self._pool.shutdown(wait=True)
+        if isinstance(self.queues, ServiceBusQueues):
+            self.queues.close()
+        self._plumbing.close()
+
+
+def open_azure_backend(store_url: str, queues_url: str | None = None,
+                       **options: Any) -> Backend:
+    """Open the store ``azure://ACCOUNT/PREFIX`` (and ``sb://NAMESPACE`` queues).
+
+    Options: ``connection_string``, ``servicebus_connection_string``, ``credential`` (an
+    azure-identity credential instead of ``DefaultAzureCredential``), ``pool_size``
+    (default ``DAGQ_POOL_SIZE`` or 16), ``max_deliveries`` (default 10), ``connect_timeout``
+    (seconds, default 3), ``stats`` (a ``RequestStats`` to count into),
+    ``lock_duration_s`` (lock duration of Service Bus queues dagq creates, default 60).
+    """
+    names = parse_store_url(store_url)
+    pool_size = pool_size_from(options.get("pool_size"))
+    max_deliveries = int(options.get("max_deliveries") or 10)
+    if max_deliveries < 1:
+        raise ConfigError("DAGQ_MAX_DELIVERIES must be at least 1 (e.g. 10)")
+    stats = options.get("stats") or RequestStats()
+    plumbing = Plumbing(stats, pool_size=pool_size,
+                        connect_timeout=float(options.get("connect_timeout") or 3.0))
+    conn = options.get("connection_string")
+    credential = options.get("credential")
+    if conn is None and credential is None:
+        credential = clients.default_credential()
+    svc = clients.storage_clients(names, plumbing, conn, credential)
+    setting = f"DAGQ_STORE={store_url!r}"
+    secret = STORAGE_SECRET if conn else None
+
+    def guard(service: str, endpoint: str) -> Guard:
+        return Guard(service, endpoint, setting, secret)
+
+    blob_guard = guard("blob", svc.blob.url)
+    outputs = BlobOutputs(svc.blob.get_container_client(names.outputs_container), blob_guard)
+    states = BlobStates(svc.blob.get_container_client(names.state_container), blob_guard)
+    table_guard = guard("table", svc.table.url)
+    index = TableIndex(svc.table.get_table_client(names.index_table), table_guard)
+    records = TableRecords(svc.table.get_table_client(names.records_table), table_guard)
+    pool = ThreadPoolExecutor(max_workers=min(8, pool_size), thread_name_prefix="dagq-azure")
+    queues: StorageQueues | ServiceBusQueues
+    if queues_url:
+        namespace = parse_queues_url(queues_url)
+        sb_conn = options.get("servicebus_connection_string")
+        if sb_conn is None and credential is None:
+            credential = clients.default_credential()
+        client, admin = clients.servicebus_clients(namespace, sb_conn, credential)
+        sb_guard = Guard("servicebus", f"sb://{client.fully_qualified_namespace}",
+                         f"DAGQ_QUEUES={queues_url!r}",
+                         SB_SECRET if sb_conn else None)
+        queues = ServiceBusQueues(client, admin, names, sb_guard, plumbing, max_deliveries,
+                                  float(options.get("lock_duration_s") or 60.0))
+    else:
+        queue_guard = guard("queue", svc.queue.url)
+        dead = DeadLetters(_queue_client(svc.queue, names.deadletter_queue), queue_guard,
+                           outputs, pool)
+        queues = StorageQueues(svc.queue, names, queue_guard, dead, max_deliveries, pool)
+    return AzureBackend(names, plumbing, states, index, queues, outputs, records, pool)
+
+
+def _queue_client(service: Any, name: str) -> Any:
+    from azure.storage.queue import BinaryBase64DecodePolicy, BinaryBase64EncodePolicy
+
+    return service.get_queue_client(name, message_encode_policy=BinaryBase64EncodePolicy(),
+                                    message_decode_policy=BinaryBase64DecodePolicy())

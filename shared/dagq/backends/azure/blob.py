@@ -1,0 +1,144 @@
+"""State blobs (ETag compare-and-swap) and output objects (with MD5) on Blob Storage.
+
+Containers are created on first write: a write that finds its container missing creates
+it and tries once more, so steady-state operations cost exactly one request each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from typing import Any, TypeVar
+
+from azure.core import MatchConditions
+from azure.core.exceptions import (
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+)
+from azure.storage.blob import ContainerClient, ContentSettings
+
+from dagq.backends.azure.errors import Guard
+from dagq.errors import AlreadyExists, NotFound, PreconditionFailed
+
+T = TypeVar("T")
+STATE_SUFFIX = ".state"
+
+
+class _Container:
+    """A container client that creates its container when a write finds it missing."""
+
+    def __init__(self, client: ContainerClient, guard: Guard) -> None:
+        self.client = client
+        self.guard = guard
+
+    def write(self, op: Callable[[], T]) -> T:
+        """Run the write ``op``, creating the container first if it is missing."""
+        try:
+            return op()
+        except ResourceNotFoundError as exc:
+            if getattr(exc, "error_code", None) != "ContainerNotFound":
+                raise
+        with suppress(ResourceExistsError):
+            self.client.create_container()
+        return op()
+
+    def describe(self, name: str) -> str:
+        return f"blob {name!r} in container {self.client.container_name!r}"
+
+
+class BlobStates:
+    """``StateStore`` on blobs ``{workflow_id}.state`` in container ``{p}-state``."""
+
+    def __init__(self, client: ContainerClient, guard: Guard) -> None:
+        self._c = _Container(client, guard)
+
+    def read(self, workflow_id: str) -> tuple[bytes, str]:
+        """The state bytes and their ETag; raises ``NotFound``."""
+        name = workflow_id + STATE_SUFFIX
+        with self._c.guard(f"reading the state {self._c.describe(name)}"):
+            try:
+                stream = self._c.client.get_blob_client(name).download_blob()
+            except ResourceNotFoundError:
+                raise NotFound(f"no state for workflow {workflow_id!r}") from None
+            data = stream.readall()
+            return data, str(stream.properties.etag)
+
+    def create(self, workflow_id: str, data: bytes) -> str:
+        """Create the state blob only if absent; returns its ETag; raises ``AlreadyExists``."""
+        name = workflow_id + STATE_SUFFIX
+        blob = self._c.client.get_blob_client(name)
+        with self._c.guard(f"creating the state {self._c.describe(name)}"):
+            try:
+                meta: dict[str, Any] = self._c.write(
+                    lambda: blob.upload_blob(data, overwrite=False))
+            except ResourceExistsError:
+                raise AlreadyExists(f"workflow {workflow_id!r} already has a state") from None
+            return str(meta["etag"])
+
+    def replace(self, workflow_id: str, data: bytes, etag: str) -> str:
+        """Overwrite only if the ETag is still ``etag``; returns the new ETag."""
+        name = workflow_id + STATE_SUFFIX
+        blob = self._c.client.get_blob_client(name)
+        with self._c.guard(f"replacing the state {self._c.describe(name)}"):
+            try:
+                meta: dict[str, Any] = blob.upload_blob(
+                    data, overwrite=True, etag=etag, match_condition=MatchConditions.IfNotModified)
+            except ResourceModifiedError:
+                if not blob.exists():  # If-Match on a missing blob also answers 412
+                    raise NotFound(f"no state for workflow {workflow_id!r}") from None
+                raise PreconditionFailed(
+                    f"the state of workflow {workflow_id!r} changed since ETag {etag}") from None
+            except ResourceNotFoundError:
+                raise NotFound(f"no state for workflow {workflow_id!r}") from None
+            return str(meta["etag"])
+
+    def list_ids(self, prefix: str = "") -> Iterator[str]:
+        """Ids of all stored workflows starting with ``prefix``."""
+        with self._c.guard(f"listing states in container {self._c.client.container_name!r}"):
+            try:
+                names = list(self._c.client.list_blob_names(name_starts_with=prefix or None))
+            except ResourceNotFoundError:
+                names = []
+        return iter([n[: -len(STATE_SUFFIX)] for n in names if n.endswith(STATE_SUFFIX)])
+
+
+class BlobOutputs:
+    """``OutputStore`` on blobs in container ``{p}-outputs``; each blob carries its
+    Content-MD5."""
+
+    def __init__(self, client: ContainerClient, guard: Guard) -> None:
+        self._c = _Container(client, guard)
+
+    def put(self, name: str, data: bytes) -> str:
+        """Store ``data`` under ``name`` (overwrite); returns its hex MD5."""
+        digest = hashlib.md5(data, usedforsecurity=False).digest()
+        settings = ContentSettings(content_md5=bytearray(digest))
+        blob = self._c.client.get_blob_client(name)
+        with self._c.guard(f"writing {self._c.describe(name)}"):
+            self._c.write(lambda: blob.upload_blob(data, overwrite=True,
+                                                   content_settings=settings))
+        return digest.hex()
+
+    def get(self, name: str) -> bytes:
+        """The stored bytes; raises ``NotFound``."""
+        with self._c.guard(f"reading {self._c.describe(name)}"):
+            try:
+                return self._c.client.get_blob_client(name).download_blob().readall()
+            except ResourceNotFoundError:
+                raise NotFound(f"no output object {name!r}") from None
+
+    def list(self, prefix: str) -> list[tuple[str, int, str]]:
+        """``(name, size, md5)`` of every object whose name starts with ``prefix``."""
+        what = f"listing {prefix!r}* in container {self._c.client.container_name!r}"
+        with self._c.guard(what):
+            try:
+                blobs = list(self._c.client.list_blobs(name_starts_with=prefix or None))
+            except ResourceNotFoundError:
+                return []
+        out = []
+        for b in blobs:
+            md5 = b.content_settings.content_md5
+            out.append((str(b.name), int(b.size), bytes(md5).hex() if md5 else ""))
+        return out

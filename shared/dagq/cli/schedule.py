@@ -1,0 +1,229 @@
+"""``dagq schedule ...`` (cron schedules stored in the store) and ``dagq scheduler``
+(the embedded ticker loop that fires them)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from dagq.backends.wiring import backend_from_settings
+from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.compose.loader import load_file
+from dagq.core.schedule.policy import CATCHUP_POLICIES, OVERLAP_POLICIES, ScheduleSpec
+from dagq.schedules.store import ScheduleStore, detail, summary, utc_text
+from dagq.schedules.ticker import Ticker, TickReport
+
+
+def _store(ctx: click.Context, store: str | None) -> ScheduleStore:
+    return ScheduleStore(backend_from_settings(settings_from(ctx, store)))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _emit(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, default=str))
+
+
+def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
+    """``k=v`` pairs; a value that is valid JSON is taken as JSON, otherwise as a string."""
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE (e.g. --param region=eu)",
+                                     param_hint="--param")
+        try:
+            params[key] = json.loads(raw)
+        except ValueError:
+            params[key] = raw
+    return params
+
+
+@cli.group()
+def schedule() -> None:
+    """Cron schedules: start a workflow whenever a cron expression fires."""
+
+
+@schedule.command()
+@click.argument("name")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--cron", "cron", required=True, metavar="EXPR",
+              help="6-field (seconds first) or 5-field cron expression, or a macro (@daily).")
+@click.option("--timezone", "timezone", default="UTC", show_default=True,
+              help="IANA time zone whose wall clock the expression reads.")
+@click.option("--overlap", type=click.Choice(OVERLAP_POLICIES), default="skip",
+              show_default=True, help="What to do when the previous run is still active.")
+@click.option("--catchup", type=click.Choice(CATCHUP_POLICIES), default="none",
+              show_default=True, help="What to do with fire times missed while not running.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Parameter for every run (VALUE is JSON when valid, else a string).")
+@store_option
+@click.pass_context
+@handle_errors
+def add(ctx: click.Context, name: str, file: str, cron: str, timezone: str, overlap: str,
+        catchup: str, params: tuple[str, ...], store: str | None) -> None:
+    """Add schedule NAME running the workflow in FILE whenever --cron fires."""
+    values = parse_params(params)
+    now = _now()
+    spec = ScheduleSpec.from_record({
+        "name": name, "cron": cron, "timezone": timezone, "overlap": overlap,
+        "catchup": catchup, "params": values, "created_at": now.isoformat()})
+    defn = load_file(file)
+    sched = _store(ctx, store).add(spec, defn)
+    click.echo(name)
+    click.echo(f"added schedule {name!r} ({defn.name}); next run at "
+               f"{utc_text(sched.next_fires(now, 1)[0])}", err=True)
+
+
+@schedule.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+@store_option
+@click.pass_context
+@handle_errors
+def list_(ctx: click.Context, as_json: bool, store: str | None) -> None:
+    """List schedules with their last run (and its status) and next run."""
+    st = _store(ctx, store)
+    now = _now()
+    rows = [summary(st, s, now) for s in st.list()]
+    if as_json:
+        _emit(rows)
+        return
+    _table(["name", "cron", "tz", "paused", "last run", "status", "next run"], [
+        [r["name"], r["cron"], r["timezone"], "yes" if r["paused"] else "no",
+         (r["last_run"] or {}).get("fire_time", "-"),
+         (r["last_run"] or {}).get("status") or "-", r["next_run"] or "-"] for r in rows])
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> None:
+    """Plain aligned columns: never wrapped or cut, whatever the terminal width."""
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
+    for row in [headers, *rows]:
+        click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@schedule.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@store_option
+@click.pass_context
+@handle_errors
+def show(ctx: click.Context, name: str, as_json: bool, store: str | None) -> None:
+    """Show a schedule: spec, next 5 fire times, recent runs and missed fire times."""
+    st = _store(ctx, store)
+    info = detail(st, st.get(name), _now())
+    if as_json:
+        _emit(info)
+        return
+    info_text = {**info, "paused": "yes" if info["paused"] else "no"}
+    for key in ("name", "workflow", "cron", "timezone", "overlap", "catchup", "paused",
+                "created_at", "next_run"):
+        click.echo(f"{key + ':':<12}{info_text[key] or '-'}")
+    click.echo(f"{'params:':<12}{json.dumps(info['params'])}")
+    click.echo("next fire times:")
+    for t in info["next_fire_times"]:
+        click.echo(f"  {t}")
+    click.echo("recent runs:" + ("" if info["runs"] else " none"))
+    for r in info["runs"][-10:]:
+        click.echo(f"  {r['fire_time']}  {r['run_id']}  {r['status'] or 'unknown'}")
+    click.echo("missed:" + ("" if info["missed"] else " none")
+               + (f" ({info['missed_not_listed']} older not kept)"
+                  if info["missed_not_listed"] else ""))
+    for m in info["missed"][-10:]:
+        click.echo(f"  {m['fire_time']}  {m['reason']}"
+                   + (f"  {m['detail']}" if m.get("detail") else ""))
+
+
+def _change(verb: str, help_text: str) -> click.Command:
+    @schedule.command(name=verb, help=help_text)
+    @click.argument("name")
+    @store_option
+    @click.pass_context
+    @handle_errors
+    def command(ctx: click.Context, name: str, store: str | None) -> None:
+        st = _store(ctx, store)
+        getattr(st, verb)(name)
+        click.echo(f"schedule {name!r}: {verb}d", err=True)
+
+    return command
+
+
+_change("pause", "Stop schedule NAME from firing (stored: survives restarts and redeploys).")
+_change("resume", "Let schedule NAME fire again; times passed while paused follow its "
+        "catch-up policy.")
+_change("remove", "Delete schedule NAME (its past runs stay).")
+
+
+@schedule.command(name="next")
+@click.argument("name")
+@click.option("-n", "count", type=click.IntRange(min=1, max=1000), default=5,
+              show_default=True, help="How many fire times.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of UTC times.")
+@store_option
+@click.pass_context
+@handle_errors
+def next_(ctx: click.Context, name: str, count: int, as_json: bool, store: str | None) -> None:
+    """Preview the next fire times of NAME (UTC, with the schedule's local time)."""
+    sched = _store(ctx, store).get(name)
+    times = sched.next_fires(_now(), count)
+    if as_json:
+        _emit([utc_text(t) for t in times])
+        return
+    zone = sched.spec.zone
+    for t in times:
+        click.echo(f"{utc_text(t)}  {t.astimezone(zone).strftime('%Y-%m-%d %H:%M:%S %Z')}")
+
+
+@cli.command()
+@click.option("--interval", type=click.FloatRange(min=0.05), default=5.0, show_default=True,
+              help="Longest sleep between ticks, in seconds.")
+@click.option("--once", is_flag=True, help="Tick once and exit (1 if a schedule failed).")
+@store_option
+@click.pass_context
+@handle_errors
+def scheduler(ctx: click.Context, interval: float, once: bool, store: str | None) -> None:
+    """Fire due schedules until SIGTERM or Ctrl-C (the embedded runtime's timer)."""
+    ticker = Ticker(backend_from_settings(settings_from(ctx, store)),
+                    tolerance_s=max(60.0, 2 * interval))
+    stop = threading.Event()
+    if not once:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    ticks = submitted = missed = cancelled = errors = 0
+    while True:
+        report = ticker.tick()
+        _print_events(report)
+        ticks += 1
+        submitted += len(report.fired)
+        missed += len(report.missed)
+        cancelled += len(report.cancelled)
+        errors += len(report.errors)
+        if once or stop.is_set():
+            break
+        wait = interval
+        if report.next_fire is not None:
+            wait = min(interval, (report.next_fire - _now()).total_seconds() + 0.01)
+        stop.wait(max(wait, 0.01))
+    click.echo(f"scheduler stopped: {ticks} tick(s), {submitted} run(s) submitted, "
+               f"{missed} missed, {cancelled} cancelled, {errors} error(s)", err=True)
+    if once and errors:
+        raise SystemExit(1)
+
+
+def _print_events(report: TickReport) -> None:
+    for f in report.fired:
+        click.echo(f"submitted {f.run_id} (schedule {f.schedule}, fire time "
+                   f"{utc_text(f.fire_time)}{'' if f.created else ', already existed'})")
+    for name, m in report.missed:
+        click.echo(f"missed {utc_text(m.fire_time)} of schedule {name}: {m.reason}"
+                   + (f" ({m.detail})" if m.detail else ""))
+    for run in report.cancelled:
+        click.echo(f"cancelled {run} (overlap cancel_previous)")
+    for e in report.errors:
+        click.echo(f"error: {e}", err=True)

@@ -1,0 +1,190 @@
+"""Long-running commands and diagnostics: coordinator, worker, doctor."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+
+import click
+
+from dagq.backends.wiring import backend_from_settings
+from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.render import print_table
+from dagq.client import COMPLETIONS
+from dagq.ports import Backend
+from dagq.runtime.coordinator import Coordinator
+from dagq.worker.heartbeat import check_local, live_workers
+from dagq.worker.processors import default_processors, load_processor
+from dagq.worker.runtime import Worker
+
+
+def write_stats(role: str, backend: Backend, counts: dict[str, int]) -> None:
+    """Append this process's request counts and peak memory to ``$DAGQ_STATS_FILE``."""
+    path = os.environ.get("DAGQ_STATS_FILE")
+    if not path:
+        return
+    record = {"role": role, "pid": os.getpid(), "requests": backend.stats.snapshot(),
+              "counts": counts,
+              "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+@cli.command()
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Completions per receive [DAGQ_BATCH_SIZE, 32].")
+@click.option("--visibility-timeout", type=float, default=None,
+              help="Seconds a received completion stays hidden [DAGQ_VISIBILITY_TIMEOUT, 60].")
+@click.option("--idle-poll", type=float, default=None,
+              help="Longest empty-queue wait in seconds [DAGQ_IDLE_POLL, 0.5].")
+@click.option("--sweep-interval", type=float, default=None,
+              help="Seconds between repair sweeps [DAGQ_SWEEP_INTERVAL, 10].")
+@click.option("--outbox-grace", type=float, default=None,
+              help="Age at which unsent dispatches are re-sent [DAGQ_OUTBOX_GRACE, 30].")
+@click.option("--outbox-flush", type=float, default=None,
+              help="Idle delay before sent dispatches are cleared [DAGQ_OUTBOX_FLUSH, 1].")
+@click.option("--stale-pending", type=float, default=None,
+              help="Age at which a never-started workflow is started [DAGQ_STALE_PENDING, 120].")
+@click.option("--timeout-grace", type=float, default=None,
+              help="Slack before an overdue attempt is failed [DAGQ_TIMEOUT_GRACE, 60].")
+@click.option("--max-deliveries", type=click.IntRange(min=1), default=None,
+              help="Deliveries before a message is dead-lettered [DAGQ_MAX_DELIVERIES, 10].")
+@store_option
+@click.pass_context
+@handle_errors
+def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: float | None,
+                idle_poll: float | None, sweep_interval: float | None,
+                outbox_grace: float | None, outbox_flush: float | None,
+                stale_pending: float | None, timeout_grace: float | None,
+                max_deliveries: int | None, store: str | None) -> None:
+    """Apply task completions and dispatch ready tasks until SIGTERM/Ctrl-C."""
+    settings = settings_from(ctx, store, batch_size=batch_size,
+                             visibility_timeout=visibility_timeout, idle_poll=idle_poll,
+                             sweep_interval=sweep_interval, outbox_grace=outbox_grace,
+                             outbox_flush=outbox_flush, stale_pending=stale_pending,
+                             timeout_grace=timeout_grace, max_deliveries=max_deliveries)
+    backend = backend_from_settings(settings)
+    coord = Coordinator(backend, settings)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    click.echo(f"coordinator running on {settings.store}", err=True)
+    started = time.monotonic()
+    coord.run(stop)
+    coord.close()
+    click.echo(f"coordinator stopped after {time.monotonic() - started:.1f}s: "
+               f"{coord.stats.line()}", err=True)
+    write_stats("coordinator", backend, dict(coord.stats.counts))
+
+
+@cli.command()
+@click.argument("queue", envvar="DAGQ_WORKER_QUEUE")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              envvar="DAGQ_WORKER_CONCURRENCY", help="Tasks run at once.")
+@click.option("--idle-timeout", type=float, default=None, envvar="DAGQ_IDLE_TIMEOUT",
+              help="Exit after this many idle seconds [DAGQ_IDLE_TIMEOUT, never].")
+@click.option("--max-idle-backoff", type=float, default=None,
+              help="Upper bound of the empty-queue back-off [DAGQ_MAX_IDLE_BACKOFF, 2].")
+@click.option("--cancel-poll-interval", type=float, default=None,
+              help="Seconds between cancel-flag checks [DAGQ_CANCEL_POLL_INTERVAL, 30].")
+@click.option("--kill-timeout", type=float, default=None,
+              help="Seconds between SIGTERM and SIGKILL of a task [DAGQ_KILL_TIMEOUT, 600].")
+@click.option("--gpus-per-task", type=click.IntRange(min=0), default=0,
+              envvar="DAGQ_GPUS_PER_TASK", help="GPUs given to each task (CUDA_VISIBLE_DEVICES).")
+@click.option("--gpus", default=None, help="GPU ids to use, e.g. 0,1,2,3 (default: detected).")
+@click.option("--processor", "processors", multiple=True, metavar="MODULE:CLASS",
+              help="Custom processor tried before the built-in ones (repeatable).")
+@click.option("--check", is_flag=True, help="Exit 0 if a worker for QUEUE on this host is alive.")
+@store_option
+@click.pass_context
+@handle_errors
+def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float | None,
+           max_idle_backoff: float | None, cancel_poll_interval: float | None,
+           kill_timeout: float | None, gpus_per_task: int, gpus: str | None,
+           processors: tuple[str, ...], check: bool, store: str | None) -> None:
+    """Run tasks from QUEUE until SIGTERM (running tasks are released to other workers)."""
+    settings = settings_from(ctx, store, max_idle_backoff=max_idle_backoff,
+                             cancel_poll_interval=cancel_poll_interval,
+                             kill_timeout=kill_timeout)
+    backend = backend_from_settings(settings)
+    if check:
+        ok = check_local(backend.records, queue, time.time(), settings.heartbeat_interval)
+        click.echo("healthy" if ok else f"no live worker for {queue!r} on this host", err=True)
+        sys.exit(0 if ok else 1)
+    procs = [load_processor(p) for p in processors] + default_processors()
+    w = Worker(backend, settings, queue, concurrency=concurrency, processors=procs,
+               gpus_per_task=gpus_per_task,
+               gpus=[g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
+               idle_timeout=idle_timeout)
+    click.echo(f"worker {w.worker_id} on queue {queue!r} with {w.concurrency} slot(s)", err=True)
+    started = time.monotonic()
+    code = w.run()
+    click.echo(f"worker {w.worker_id} stopped after {time.monotonic() - started:.1f}s: "
+               f"{w.summary()}", err=True)
+    write_stats("worker", backend, dict(w.stats))
+    sys.exit(code)
+
+
+def _running(keys: object, show: int = 3) -> str:
+    """``N: key, key, ...`` of the tasks a worker runs."""
+    names = [str(k) for k in keys] if isinstance(keys, list) else []
+    more = f", +{len(names) - show}" if len(names) > show else ""
+    return f"{len(names)}" + (f": {', '.join(names[:show])}{more}" if names else "")
+
+
+@cli.command()
+@click.option("--stale-pending", type=float, default=120.0, show_default=True,
+              help="Flag pending workflows older than this many seconds.")
+@store_option
+@click.pass_context
+@handle_errors
+def doctor(ctx: click.Context, stale_pending: float, store: str | None) -> None:
+    """Diagnose: stuck workflows, queues without workers, overdue tasks, dead letters."""
+    settings = settings_from(ctx, store)
+    backend = backend_from_settings(settings)
+    now = time.time()
+    problems = 0
+    workers = live_workers(backend.records, now, settings.heartbeat_interval)
+    click.echo("live workers:")
+    rows = [[q, w["id"], _running(w.get("running")),
+             f"{now - float(str(w['last_seen'])):.0f}s ago"]
+            for q, ws in sorted(workers.items()) for w in ws]
+    print_table(["queue", "worker", "running", "last seen"], rows) if rows else click.echo("  none")
+    for q in sorted(set(backend.queues.names()) - {COMPLETIONS}):
+        waiting = backend.queues.get(q).approximate_count()
+        if waiting and q not in workers:
+            problems += 1
+            click.echo(f"PROBLEM queue {q!r}: {waiting} task(s) waiting and no live worker "
+                       f"(start one: dagq worker {q})")
+    for row in backend.index.query(status="pending"):
+        if now - row.created_at > stale_pending:
+            problems += 1
+            click.echo(f"PROBLEM workflow {row.id} pending for {now - row.created_at:.0f}s: "
+                       "is a coordinator running? (dagq coordinator)")
+    for q in [*backend.queues.names()]:
+        dead = backend.queues.get(q).dead_letters(limit=20)
+        for msg, reason in dead:
+            problems += 1
+            click.echo(f"PROBLEM dead-lettered message {msg.id} on {q!r}: {reason}")
+    from dagq.core import engine
+    from dagq.core.engine.state import loads
+
+    for row in backend.index.query(status="running"):
+        try:
+            state = loads(backend.states.read(row.id)[0])
+        except Exception:  # doctor reports, never crashes
+            continue
+        # a private copy: expiring it shows which attempts are overdue, nothing is written
+        overdue = {t for t, old, _ in engine.expire(state, now).transitions if old == "running"}
+        for task in sorted(overdue):
+            problems += 1
+            click.echo(f"PROBLEM task {task} of {row.id} is past its timeout "
+                       "(is its worker alive? the coordinator fails it after "
+                       "DAGQ_TIMEOUT_GRACE)")
+    click.echo(f"{problems} problem(s) found", err=True)
+    sys.exit(1 if problems else 0)

@@ -1,0 +1,52 @@
+"""The workflow engine: the state machine, its state and its versioned encoding.
+
+``api`` holds the entry points (create/start/apply/cancel/retry/expire); ``step`` the
+per-batch state machine, ``graph`` the compiled DAG, ``types`` the values passed in and
+out, ``state`` the runtime state and ``codec``/``defcodec`` its binary form.
+"""
+
+from dagq.core.engine.api import (
+    ChildSubmit,
+    Completion,
+    Dispatch,
+    Effects,
+    OutboxEntry,
+    ParentLink,
+    ParentNotice,
+    TaskView,
+    WorkflowState,
+    apply,
+    cancel,
+    child_workflow_id,
+    clear_outbox,
+    create,
+    dumps,
+    expire,
+    loads,
+    outbox_due,
+    retry,
+    start,
+)
+
+__all__ = [
+    "ChildSubmit",
+    "Completion",
+    "Dispatch",
+    "Effects",
+    "OutboxEntry",
+    "ParentLink",
+    "ParentNotice",
+    "TaskView",
+    "WorkflowState",
+    "apply",
+    "cancel",
+    "child_workflow_id",
+    "clear_outbox",
+    "create",
+    "dumps",
+    "expire",
+    "loads",
+    "outbox_due",
+    "retry",
+    "start",
+]

@@ -1,0 +1,181 @@
+"""The workflow engine: pure, deterministic functions that advance a ``WorkflowState``.
+
+Every function mutates the state in place and returns the ``Effects`` it decided; the
+caller supplies the time (``now``, epoch seconds) and ids, so the same inputs always give
+the same result. Messages to send (task dispatches, child submissions, parent notices)
+are also recorded in ``state.outbox`` by key; the runtime sends them after writing the
+state and clears them with ``clear_outbox`` (see docs/architecture.md, "Dispatch
+protocol"). The rules are described for users in docs/semantics.md.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Sequence
+
+from dagq.core.engine.graph import (
+    BAD,
+    CANCELLED,
+    KIND_CHILD,
+    PENDING,
+    READY,
+    RUNNING,
+    STATUS_CLASS,
+)
+from dagq.core.engine.state import MAX_RETRY_IDS, WorkflowState, dumps, loads
+from dagq.core.engine.step import Resolve, Step
+from dagq.core.engine.types import (
+    ChildSubmit,
+    Completion,
+    Dispatch,
+    Effects,
+    OutboxEntry,
+    ParentLink,
+    ParentNotice,
+    TaskView,
+    child_workflow_id,
+)
+from dagq.core.model import WorkflowDef
+
+__all__ = [
+    "ChildSubmit", "Completion", "Dispatch", "Effects", "OutboxEntry", "ParentLink",
+    "ParentNotice", "TaskView", "WorkflowState", "apply", "cancel", "child_workflow_id",
+    "clear_outbox", "create", "dumps", "expire", "loads", "outbox_due", "retry", "start",
+]
+
+
+def create(defn: WorkflowDef, workflow_id: str, now: float, *,
+           parent: ParentLink | None = None) -> WorkflowState:
+    """A new state for running ``defn``: status ``pending``, nothing dispatched yet.
+
+    Raises ``DefinitionError`` for problems the engine cannot run with (duplicate names,
+    unknown or self dependencies, impossible integer policies, cycles); the full checks
+    live in ``dagq.core.validate``.
+    """
+    return WorkflowState(defn, workflow_id, now, parent)
+
+
+def start(state: WorkflowState, now: float) -> Effects:
+    """Start a pending workflow: dispatch the tasks without dependencies. Idempotent."""
+    step = Step(state, now)
+    if state.status != "pending" or state.cancel_requested:
+        return step.fx
+    state.status = "running"
+    step.fx.workflow_status = ("pending", "running")
+    step.todo.extend(state.graph.roots)
+    step.drain()
+    return step.done()
+
+
+def apply(state: WorkflowState, completions: Sequence[Completion], now: float,
+          resolve: Resolve | None = None) -> Effects:
+    """Apply a batch of completions in order.
+
+    A completion counts only for the running attempt of its task; others (duplicates,
+    stale or unknown attempts, unknown tasks) are listed in ``Effects.ignored``.
+    ``resolve`` loads outputs stored outside the state when a condition needs them.
+    """
+    step = Step(state, now, resolve)
+    for c in completions:
+        step.complete(c)
+    return step.done()
+
+
+def cancel(state: WorkflowState, now: float) -> Effects:
+    """Cancel the workflow. Idempotent; a finished workflow is left as it is.
+
+    Pending and ready tasks become ``cancelled``; running attempts are listed in
+    ``Effects.stop`` and end ``cancelled`` when their completion arrives (``completed`` if
+    it is a success). A dispatched attempt whose start delay has not elapsed is cancelled
+    at once. The workflow becomes ``cancelled`` when nothing runs any more.
+    """
+    step = Step(state, now)
+    if state.is_terminal() or state.cancel_requested:
+        return step.fx
+    state.cancel_requested = True
+    step.fx.state_changed = True
+    st, g = state.st, state.graph
+    for i in range(len(st)):
+        code = st[i]
+        if code in (PENDING, READY):
+            step.finish(i, CANCELLED, error="cancelled")
+        elif code == RUNNING:
+            started = state.dispatched_at[i] or 0.0
+            if started + state.delay_used[i] > now and g.kind[i] != KIND_CHILD:
+                step.finish(i, CANCELLED, error="cancelled before it started")
+            else:
+                state.stopping[i] = 1
+                step.fx.stop.append((g.names[i], state.attempt[i]))
+    state.held.clear()
+    step.todo.clear()
+    return step.done()
+
+
+def retry(state: WorkflowState, now: float, request_id: str,
+          resolve: Resolve | None = None) -> Effects:
+    """Run again what did not succeed. Idempotent per ``request_id``.
+
+    Failed, upstream-failed and cancelled tasks go back to ``pending`` and are resolved
+    again (policy, then condition) as their dependencies allow; each starts a new round
+    of ``num_retries + 1`` attempts, numbered after the previous ones. Attempts still
+    being stopped by a cancel are let run: a failure of one starts its new round. A
+    pending cancel request is withdrawn.
+    """
+    step = Step(state, now, resolve)
+    if request_id in state.retry_ids:
+        return step.fx
+    state.retry_ids.append(request_id)
+    del state.retry_ids[:-MAX_RETRY_IDS]
+    if state.status == "pending":
+        return step.fx  # never started: nothing to run again
+    if state.cancel_requested:
+        state.cancel_requested = False
+        step.fx.state_changed = True
+    st = state.st
+    for i in state.running_set:
+        if state.stopping[i]:
+            state.stopping[i] = 0
+            state.round_start[i] = state.attempt[i] + 1
+    reset = [i for i in range(len(st)) if STATUS_CLASS[st[i]] == BAD]
+    for i in reset:
+        state.round_start[i] = state.attempt[i] + 1
+        state.error[i] = state.note[i] = state.finished_at[i] = None
+        state.output[i] = state.output_ref[i] = None
+        step.set_status(i, PENDING)
+    step.todo.clear()  # a reset task never triggers its children; evaluate resets only
+    step.todo.extend(reset)
+    step.drain()
+    return step.done()
+
+
+def expire(state: WorkflowState, now: float, grace_s: float = 0.0,
+           resolve: Resolve | None = None) -> Effects:
+    """Fail every running attempt whose deadline plus ``grace_s`` has passed.
+
+    The deadline of an attempt is its dispatch time plus its delay plus the task's
+    timeout. A timed-out attempt counts as a failed completion with the error
+    ``timed out after Ns`` (so retries apply) and is listed in ``Effects.stop``.
+    """
+    step = Step(state, now, resolve)
+    heap = state.deadlines
+    while heap and heap[0][0] + grace_s < now:
+        at, i, a = heapq.heappop(heap)
+        if state.st[i] != RUNNING or state.attempt[i] != a or state.deadline(i) != at:
+            continue  # that attempt already ended or was dispatched again
+        timeout = state.graph.timeout[i]
+        name = state.graph.names[i]
+        step.fx.stop.append((name, a))
+        step.complete(Completion(name, a, False, error=f"timed out after {timeout:g}s"))
+    return step.done()
+
+
+def outbox_due(state: WorkflowState, now: float, grace_s: float) -> list[OutboxEntry]:
+    """Outbox entries written at least ``grace_s`` seconds before ``now`` (to re-send)."""
+    return [e for e in state.outbox.values() if now - e.written_at >= grace_s]
+
+
+def clear_outbox(state: WorkflowState, keys: Iterable[str]) -> None:
+    """Forget outbox entries that are known to be sent (unknown keys are ignored)."""
+    outbox = state.outbox
+    for key in keys:
+        outbox.pop(key, None)

@@ -1,0 +1,146 @@
+"""Binary form of a ``WorkflowState`` (``dagq.core.engine.state.dumps`` / ``loads``).
+
+Layout (format version 1)::
+
+    b"DQST"  version:u16  def_len:u32  zlib(definition JSON)  zlib(runtime JSON)
+
+The definition never changes during a run, so its compressed form is computed once per
+state and reused by every later ``dumps``; ``loads`` keeps the last few decoded
+definitions (and their compiled graphs) keyed by those bytes, so re-reading a state of
+the same run skips rebuilding them. The runtime JSON is columnar: one list per task
+field (dense for small numbers, ``{"i": indexes, "v": values}`` for mostly-empty ones),
+task statuses as one string of digits, and times in milliseconds since ``created_at``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import zlib
+from typing import Any
+
+from dagq.core.engine.defcodec import def_from_json, def_to_json, dense, sparse
+from dagq.core.engine.graph import STATUS_NAMES, Graph
+from dagq.core.engine.state import FORMAT_VERSION, WorkflowState
+from dagq.core.engine.types import ChildSubmit, Dispatch, OutboxEntry, ParentLink, ParentNotice
+from dagq.core.model import WORKFLOW_STATUSES, OutputRef, WorkflowDef
+
+MAGIC = b"DQST"
+_HEADER = 10
+_TO_DIGITS = bytes.maketrans(bytes(range(10)), b"0123456789")
+_FROM_DIGITS = bytes.maketrans(b"0123456789", bytes(range(10)))
+
+
+def encode_state(s: WorkflowState) -> bytes:
+    """Serialise ``s`` (see the module docstring for the layout)."""
+    if s.def_blob is None:
+        text = json.dumps(def_to_json(s.definition), separators=(",", ":"), ensure_ascii=False)
+        s.def_blob = zlib.compress(text.encode(), 6)
+    base = s.created_at
+    index = s.graph.index
+    doc: dict[str, Any] = {
+        "id": s.workflow_id, "status": s.status,
+        "created_at": s.created_at, "updated_at": s.updated_at,
+        "parent": [s.parent.workflow_id, s.parent.task, s.parent.attempt] if s.parent else None,
+        "cancel": s.cancel_requested, "retry_ids": s.retry_ids, "notices": s.notices_sent,
+        "st": s.st.translate(_TO_DIGITS).decode("ascii"),
+        "att": s.attempt, "rs": sparse(s.round_start, 1), "rel": sparse(s.releases, 0),
+        "out": sparse(s.output, None),
+        "ref": sparse([[r.name, r.md5, r.size] if r else None for r in s.output_ref], None),
+        "err": sparse(s.error, None), "note": sparse(s.note, None),
+        "disp": [None if t is None else round((t - base) * 1000) for t in s.dispatched_at],
+        "dly": sparse(s.delay_used, 0.0),
+        "fin": [None if t is None else round((t - base) * 1000) for t in s.finished_at],
+        "stop": [i for i, flag in enumerate(s.stopping) if flag], "held": list(s.held),
+        "outbox": [_entry_to_json(e, index, base) for e in s.outbox.values()],
+    }
+    body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    header = MAGIC + FORMAT_VERSION.to_bytes(2, "big") + len(s.def_blob).to_bytes(4, "big")
+    return header + s.def_blob + zlib.compress(body, 6)
+
+
+def decode_state(data: bytes) -> WorkflowState:
+    """Rebuild a state written by ``encode_state``."""
+    if len(data) < _HEADER or data[:4] != MAGIC:
+        raise ValueError("not a dagq workflow state (missing header); was it written by dagq?")
+    version = int.from_bytes(data[4:6], "big")
+    if version > FORMAT_VERSION:
+        raise ValueError(f"workflow state format version {version} is newer than this dagq "
+                         f"supports ({FORMAT_VERSION}); upgrade dagq to read it")
+    end = _HEADER + int.from_bytes(data[6:10], "big")
+    blob = bytes(data[_HEADER:end])
+    try:
+        defn, graph = _definition(blob)
+        doc = json.loads(zlib.decompress(data[end:]))
+        return _build(doc, defn, graph, blob)
+    except (zlib.error, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise ValueError(f"workflow state is corrupt: {type(exc).__name__}: {exc}") from None
+
+
+def clear_definition_cache() -> None:
+    """Forget the decoded definitions kept by ``decode_state`` (for benchmarks and tests)."""
+    _definition.cache_clear()
+
+
+@functools.lru_cache(maxsize=8)
+def _definition(blob: bytes) -> tuple[WorkflowDef, Graph]:
+    defn = def_from_json(json.loads(zlib.decompress(blob)))
+    return defn, Graph(defn, check_cycles=False)
+
+
+def _build(doc: dict[str, Any], defn: WorkflowDef, graph: Graph, blob: bytes) -> WorkflowState:
+    base: float = doc["created_at"]
+    p = doc["parent"]
+    s = WorkflowState(defn, doc["id"], base, ParentLink(p[0], p[1], p[2]) if p else None, graph)
+    s.def_blob = blob
+    n = len(graph.names)
+    if doc["status"] not in WORKFLOW_STATUSES or len(doc["st"]) != n:
+        raise ValueError(f"bad workflow status {doc['status']!r} or task count")
+    s.status, s.updated_at = doc["status"], doc["updated_at"]
+    s.cancel_requested, s.retry_ids = doc["cancel"], doc["retry_ids"]
+    s.notices_sent = doc["notices"]
+    s.st = bytearray(doc["st"].encode("ascii").translate(_FROM_DIGITS))
+    if max(s.st, default=0) >= len(STATUS_NAMES):
+        raise ValueError("unknown task status code")
+    s.attempt = doc["att"]
+    s.round_start = dense(doc["rs"], n, 1)
+    s.releases = dense(doc["rel"], n, 0)
+    s.output = dense(doc["out"], n, None)
+    s.output_ref = [None if r is None else OutputRef(r[0], r[1], r[2])
+                    for r in dense(doc["ref"], n, None)]
+    s.error = dense(doc["err"], n, None)
+    s.note = dense(doc["note"], n, None)
+    s.dispatched_at = [None if t is None else base + t / 1000 for t in doc["disp"]]
+    s.delay_used = dense(doc["dly"], n, 0.0)
+    s.finished_at = [None if t is None else base + t / 1000 for t in doc["fin"]]
+    for i in doc["stop"]:
+        s.stopping[i] = 1
+    s.held.extend(doc["held"])
+    for row in doc["outbox"]:
+        entry = _entry_from_json(row, graph, base)
+        s.outbox[entry.key] = entry
+    s.rebuild()
+    return s
+
+
+def _entry_to_json(e: OutboxEntry, index: dict[str, int], base: float) -> list[Any]:
+    p = e.payload
+    at = round((e.written_at - base) * 1000)
+    if isinstance(p, Dispatch):
+        return ["d", p.key, at, index[p.task], p.attempt, p.delay_s]
+    if isinstance(p, ChildSubmit):
+        return ["c", p.key, at, index[p.task], p.attempt, p.delay_s, p.child_id]
+    return ["n", p.key, at, p.parent_id, p.task, p.attempt, p.success, p.error]
+
+
+def _entry_from_json(row: list[Any], g: Graph, base: float) -> OutboxEntry:
+    kind, key, at = row[0], row[1], base + row[2] / 1000
+    if kind == "d":
+        i = row[3]
+        return OutboxEntry("dispatch", Dispatch(key, g.names[i], row[4], g.queue[i], row[5],
+                                                g.timeout[i]), at)
+    if kind == "c":
+        return OutboxEntry("child", ChildSubmit(key, g.names[row[3]], row[4], row[6], row[5]), at)
+    if kind == "n":
+        return OutboxEntry("notice", ParentNotice(row[3], row[4], row[5], row[6], row[7], key), at)
+    raise ValueError(f"unknown outbox entry kind {kind!r}")

@@ -1,0 +1,188 @@
+"""The runtime state of one workflow run, and its compact serialisation.
+
+``WorkflowState`` keeps per-task columns indexed by integer task id (see
+``engine_graph.Graph``) plus incrementally maintained aggregates (status counts,
+per-task counts of succeeded and failed dependencies, the running set), so the engine
+can apply a completion in time proportional to what it touches. Only
+``dagq.core.engine`` mutates a state; everyone else reads it through the methods
+below.
+
+``dumps`` / ``loads`` write and read a versioned, zlib-compressed, columnar JSON
+document (implemented in ``engine_codec``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from dagq.core.engine.graph import (
+    COMPLETED,
+    OK,
+    PENDING,
+    RUNNING,
+    SKIPPED,
+    STATUS_CLASS,
+    STATUS_NAMES,
+    Graph,
+)
+from dagq.core.engine.types import OutboxEntry, ParentLink, TaskView
+from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
+
+__all__ = ["FORMAT_VERSION", "WorkflowState", "dumps", "loads"]
+
+MAX_RETRY_IDS = 64
+"""How many recent retry request ids a state remembers (retry is idempotent per id)."""
+
+
+class WorkflowState:
+    """Mutable runtime state of one workflow run (mutated only by ``dagq.core.engine``)."""
+
+    __slots__ = (
+        "attempt", "cancel_requested", "created_at", "deadlines", "def_blob", "definition",
+        "delay_used",
+        "dispatched_at", "error", "finished_at", "graph", "held", "n_bad", "n_ok", "note",
+        "notices_sent", "outbox", "output", "output_ref", "parent", "releases", "retry_ids",
+        "round_start", "running_set", "sinks_ok", "st", "status", "stopping", "tally",
+        "updated_at", "workflow_id",
+    )
+
+    def __init__(self, definition: WorkflowDef, workflow_id: str, now: float,
+                 parent: ParentLink | None = None, graph: Graph | None = None) -> None:
+        g = graph if graph is not None else Graph(definition)
+        n = len(g.names)
+        self.workflow_id = workflow_id
+        """The run's id."""
+        self.definition = definition
+        """The definition being run."""
+        self.graph = g
+        self.def_blob: bytes | None = None  # the definition, serialised once (engine_codec)
+        self.status = "pending"
+        """Workflow status: pending, running, completed, failed or cancelled."""
+        self.created_at = now
+        self.updated_at = now
+        self.parent = parent
+        """Where this run reports when it ends, if it is a child workflow."""
+        self.outbox: dict[str, OutboxEntry] = {}
+        """Decided but not yet confirmed-sent messages, by key."""
+        self.cancel_requested = False
+        self.retry_ids: list[str] = []
+        self.notices_sent = 0
+        self.st = bytearray(n)  # every task starts PENDING (code 0)
+        self.attempt = [0] * n
+        self.round_start = [1] * n  # first attempt number of the current retry round
+        self.releases = [0] * n  # re-dispatches of the current attempt after a release
+        self.output: list[Any] = [None] * n
+        self.output_ref: list[OutputRef | None] = [None] * n
+        self.error: list[str | None] = [None] * n
+        self.note: list[str | None] = [None] * n
+        self.dispatched_at: list[float | None] = [None] * n
+        self.delay_used = [0.0] * n
+        self.finished_at: list[float | None] = [None] * n
+        self.stopping = bytearray(n)  # running attempt asked to stop by a cancel
+        self.n_ok = [0] * n  # dependencies completed or skipped
+        self.n_bad = [0] * n  # dependencies failed, upstream_failed or cancelled
+        self.held: deque[int] = deque()  # ready tasks waiting for a parallelism slot
+        self.running_set: dict[int, None] = {}
+        self.deadlines: list[tuple[float, int, int]] = []  # heap (deadline, task, attempt)
+        self.tally = [0] * len(STATUS_NAMES)
+        self.tally[PENDING] = n
+        self.sinks_ok = 0
+
+    # -- read access ---------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Number of tasks per task status (statuses with no task are left out)."""
+        return {name: c for name, c in zip(STATUS_NAMES, self.tally, strict=True) if c}
+
+    def is_terminal(self) -> bool:
+        """True once the workflow is completed, failed or cancelled."""
+        return self.status in TERMINAL_WORKFLOW_STATUSES
+
+    def running(self) -> list[tuple[str, int]]:
+        """``(task, attempt)`` of every running task (dispatched, delayed or executing),
+        in definition order."""
+        names, att = self.graph.names, self.attempt
+        return [(names[i], att[i]) for i in sorted(self.running_set)]
+
+    def task_view(self, name: str) -> TaskView:
+        """A snapshot of task ``name``; raises ``KeyError`` for an unknown task."""
+        return self._view(self.graph.index[name])
+
+    def iter_task_views(self) -> Iterator[TaskView]:
+        """Snapshots of every task, in definition order."""
+        return (self._view(i) for i in range(len(self.st)))
+
+    def inputs_of(self, task: str) -> dict[str, Any]:
+        """Outputs of ``task``'s finished direct dependencies, by name.
+
+        A completed dependency gives its output (or its ``OutputRef`` when stored
+        outside the state), a skipped one gives ``None``; dependencies that failed, were
+        cancelled or have not finished are left out.
+        """
+        g = self.graph
+        out: dict[str, Any] = {}
+        for d in g.deps[g.index[task]]:
+            code = self.st[d]
+            if code == COMPLETED:
+                ref = self.output_ref[d]
+                out[g.names[d]] = ref if ref is not None else self.output[d]
+            elif code == SKIPPED:
+                out[g.names[d]] = None
+        return out
+
+    def deadline(self, i: int) -> float | None:
+        """When the current attempt of task ``i`` times out (``None``: never)."""
+        timeout = self.graph.timeout[i]
+        at = self.dispatched_at[i]
+        if timeout is None or at is None:
+            return None
+        return at + self.delay_used[i] + timeout
+
+    def _view(self, i: int) -> TaskView:
+        return TaskView(
+            name=self.graph.names[i], status=STATUS_NAMES[self.st[i]], attempt=self.attempt[i],
+            queue=self.graph.queue[i], output=self.output[i], output_ref=self.output_ref[i],
+            error=self.error[i], note=self.note[i], dispatched_at=self.dispatched_at[i],
+            finished_at=self.finished_at[i])
+
+    def rebuild(self) -> None:
+        """Recompute every derived aggregate from the per-task columns (used by ``loads``)."""
+        g, st = self.graph, self.st
+        self.tally = [st.count(code) for code in range(len(STATUS_NAMES))]
+        n_ok, n_bad = self.n_ok, self.n_bad
+        for i, deps in enumerate(g.deps):
+            for d in deps:
+                cls = STATUS_CLASS[st[d]]
+                if cls == OK:
+                    n_ok[i] += 1
+                elif cls:
+                    n_bad[i] += 1
+        self.sinks_ok = sum(1 for i in range(len(st)) if g.sink[i] and STATUS_CLASS[st[i]] == OK)
+        self.running_set = {i: None for i in range(len(st)) if st[i] == RUNNING}
+        for i in self.running_set:
+            at = self.deadline(i)
+            if at is not None:
+                self.deadlines.append((at, i, self.attempt[i]))
+        heapq.heapify(self.deadlines)
+
+
+# -- serialisation (implemented in engine_codec) ---------------------------------------------
+FORMAT_VERSION = 1
+"""Version of the serialised layout; ``loads`` refuses newer versions."""
+
+
+def dumps(state: WorkflowState) -> bytes:
+    """Serialise ``state`` (versioned header, zlib-compressed columnar JSON)."""
+    from dagq.core.engine.codec import encode_state
+
+    return encode_state(state)
+
+
+def loads(data: bytes) -> WorkflowState:
+    """Rebuild a state written by ``dumps``; O(tasks + edges). Raises ``ValueError`` for
+    bytes that are not a dagq state or come from a newer format version."""
+    from dagq.core.engine.codec import decode_state
+
+    return decode_state(data)

@@ -1,0 +1,360 @@
+"""Semantic validation of a workflow definition: every problem at once.
+
+``validate`` works on the model, so it checks definitions built in Python as well as
+parsed ones. The parser (``dagq.core.parse``) calls :func:`check` with a
+:class:`SourceMap` so that field paths match the source file and problems it already
+reported (such as a missing name) are not reported twice.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from dagq.core.condition import cached_condition
+from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
+from dagq.core.rules import (
+    describe,
+    json_problems,
+    plain_json,
+    queue_problem,
+    task_name_problem,
+)
+from dagq.core.transforms import cycle_through, nested_problem, strongly_connected
+from dagq.errors import ConditionError, Problem
+
+MAX_SUBWORKFLOW_DEPTH = 16
+"""Deepest nesting of inline sub-workflow definitions."""
+_FACTORY_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+_RESULT_POLICIES = ("all_sinks_succeed", "all_tasks_succeed")
+Where = str | tuple[int, str]
+"""A field path, or ``(task index, field)`` turned into a path only when needed."""
+_SUGGEST_LIMIT = 20  # unknown-dependency suggestions are O(tasks) each; cap them
+
+
+_CALL_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+"""Shape of ``kwargs.call``: ``package.module:function``."""
+
+
+@dataclass
+class SourceMap:
+    """How a parsed definition maps back to its source (built by the parser)."""
+
+    task_index: Sequence[int] | None = None
+    """Source index of each task of the model (``None``: the same index)."""
+    skip: set[tuple[int, str]] = field(default_factory=set)
+    """``(task index or -1 for the workflow, field)`` pairs the parser already reported."""
+    children: dict[int, SourceMap] = field(default_factory=dict)
+    """Source maps of inline sub-workflows, by model task index."""
+
+
+def validate(defn: WorkflowDef) -> list[Problem]:
+    """Every problem of ``defn`` (empty when it is valid); never raises."""
+    return check(defn, SourceMap())
+
+
+def check(defn: WorkflowDef, source: SourceMap, prefix: str = "", depth: int = 0) -> list[Problem]:
+    """Problems of ``defn``; field paths start with ``prefix`` (used for sub-workflows)."""
+    return _Checker(defn, source, prefix, depth).run()
+
+
+def _last(where: Where) -> str:
+    return where[1] if isinstance(where, tuple) else where.rsplit(".", 1)[-1]
+
+
+def _suggest(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+class _Checker:
+    def __init__(self, defn: WorkflowDef, source: SourceMap, prefix: str, depth: int) -> None:
+        self.defn = defn
+        self.source = source
+        self.prefix = prefix
+        self.depth = depth
+        self.problems: list[Problem] = []
+        self.suggestions = 0
+
+    def add(self, message: str, where: Where | None, task: object = None) -> None:
+        """Record a problem; ``where`` is a path or ``(task index, field)``."""
+        if isinstance(where, tuple):
+            where = self.path(*where)
+        name = task if isinstance(task, str) and task else None
+        self.problems.append(Problem(message, task=name, field=where))
+
+    def path(self, index: int, name: str) -> str:
+        src = self.source.task_index[index] if self.source.task_index is not None else index
+        return f"{self.prefix}tasks[{src}].{name}" if name else f"{self.prefix}tasks[{src}]"
+
+    def run(self) -> list[Problem]:
+        self.check_workflow()
+        tasks = self.defn.tasks
+        if not isinstance(tasks, list | tuple):
+            if (-1, "tasks") not in self.source.skip:
+                self.add(f"tasks must be a list of tasks, got {describe(tasks)}",
+                         self.prefix + "tasks")
+            return self.problems
+        if not tasks and (-1, "tasks") not in self.source.skip:
+            self.add("a workflow needs at least one task", self.prefix + "tasks")
+        good = [(i, t) for i, t in enumerate(tasks) if isinstance(t, TaskDef)]
+        for i, t in enumerate(tasks):
+            if not isinstance(t, TaskDef):
+                self.add(f"expected a TaskDef, got {describe(t)}", (i, ""))
+        for i, t in good:
+            self.check_task(i, t)
+        self.check_graph(good)
+        return self.problems
+
+    def check_workflow(self) -> None:
+        d, p = self.defn, self.prefix
+        bad_name = not isinstance(d.name, str) or not d.name.strip()
+        if bad_name and (-1, "name") not in self.source.skip:
+            self.add(f"the workflow needs a non-empty name, got {describe(d.name)}", p + "name")
+        if (problem := queue_problem(d.default_queue)) is not None:
+            self.add(problem, p + "default_queue")
+        if d.default_task_timeout_s is not None:
+            self.number(d.default_task_timeout_s, p + "default_task_timeout_s", None, True)
+        mp = d.max_parallelism
+        if mp is not None and (not isinstance(mp, int) or isinstance(mp, bool) or mp < 1):
+            self.add(f"max_parallelism must be an integer of at least 1, got {describe(mp)}",
+                     p + "max_parallelism")
+        if d.result_policy not in _RESULT_POLICIES:
+            hint = _suggest(str(d.result_policy), _RESULT_POLICIES)
+            self.add(f"result_policy must be one of {', '.join(_RESULT_POLICIES)}, got "
+                     f"{describe(d.result_policy)}{hint}", p + "result_policy")
+        self.mapping(d.params, p + "params", None)
+        if d.description is not None and not isinstance(d.description, str):
+            self.add(f"description must be a string, got {describe(d.description)}",
+                     p + "description")
+
+    def number(self, value: object, where: Where, task: object, positive: bool) -> None:
+        kind = type(value)
+        if (kind is int or kind is float) and math.isfinite(value) and (  # type: ignore[arg-type]
+                value > 0 if positive else value >= 0):  # type: ignore[operator]
+            return
+        bound = "greater than 0" if positive else "0 or more"
+        self.add(f"{_last(where)} must be a number {bound}, got {describe(value)}", where, task)
+
+    def mapping(self, value: object, where: Where, task: object) -> None:
+        if not isinstance(value, Mapping):
+            self.add(f"{_last(where)} must be a mapping, got {describe(value)}", where, task)
+        elif not plain_json(value, 0):
+            path = self.path(*where) if isinstance(where, tuple) else where
+            for at, message in json_problems(value, path):
+                self.add(message, at, task)
+
+    def check_task(self, i: int, t: TaskDef) -> None:
+        skip = self.source.skip
+        name = t.name
+        if not isinstance(t.merge, bool):
+            self.add(f"merge must be true or false, got {describe(t.merge)}",
+                     (i, "merge"), name)
+        if (i, "name") not in skip and (problem := task_name_problem(name, t.merge is True)):
+            self.add(problem, (i, "name"), name)
+        self.mapping(t.kwargs, (i, "kwargs"), name)
+        if isinstance(t.kwargs, Mapping):
+            self.check_kwargs(i, t.kwargs, name)
+        deps = t.depends_on
+        if not isinstance(deps, list | tuple):
+            self.add(f"depends_on must be a list of task names, got {describe(deps)}",
+                     (i, "depends_on"), name)
+        else:
+            for k, dep in enumerate(deps):
+                if not isinstance(dep, str):
+                    self.add(f"dependencies must be task names, got {describe(dep)}",
+                             (i, f"depends_on[{k}]"), name)
+        if t.queue is not None and (problem := queue_problem(t.queue)) is not None:
+            self.add(problem, (i, "queue"), name)
+        if not isinstance(t.num_retries, int) or isinstance(t.num_retries, bool) \
+                or t.num_retries < 0:
+            self.add(f"num_retries must be an integer of 0 or more, got "
+                     f"{describe(t.num_retries)}", (i, "num_retries"), name)
+        self.number(t.retry_backoff_s, (i, "retry_backoff_s"), name, False)
+        self.number(t.retry_backoff_max_s, (i, "retry_backoff_max_s"), name, False)
+        self.number(t.delay_s, (i, "delay_s"), name, False)
+        if t.timeout_s is not None:
+            self.number(t.timeout_s, (i, "timeout_s"), name, True)
+        if t.condition is not None and not isinstance(t.condition, str):
+            self.add(f"condition must be a string, got {describe(t.condition)}",
+                     (i, "condition"), name)
+        if t.workflow is not None:
+            self.check_subworkflow(i, t)
+        if t.merge is True:
+            extra = [f for f, v in (("kwargs", t.kwargs), ("condition", t.condition),
+                                    ("workflow", t.workflow)) if v]
+            if extra or t.dep_policy != "all":
+                self.add("merge nodes take only name and depends_on (dep_policy all); "
+                         f"remove {', '.join(extra) or 'dep_policy'}", (i, ""), name)
+
+    def check_kwargs(self, i: int, kwargs: Mapping[str, object], name: str) -> None:
+        cmd, env, cwd = kwargs.get("cmd"), kwargs.get("env"), kwargs.get("cwd")
+        if "cmd" in kwargs and (not isinstance(cmd, str) or not cmd.strip()):
+            self.add(f"kwargs.cmd must be a non-empty command line, got {describe(cmd)}",
+                     (i, "kwargs.cmd"), name)
+        if env is not None and (not isinstance(env, Mapping) or not all(
+                isinstance(v, str | int | float) for v in env.values())):
+            self.add("kwargs.env must map variable names to strings or numbers",
+                     (i, "kwargs.env"), name)
+        if cwd is not None and not isinstance(cwd, str):
+            self.add(f"kwargs.cwd must be a directory path, got {describe(cwd)}",
+                     (i, "kwargs.cwd"), name)
+        call = kwargs.get("call")
+        if "call" in kwargs and (not isinstance(call, str) or not _CALL_RE.fullmatch(call)):
+            self.add(f"kwargs.call must name a function as 'package.module:function', got "
+                     f"{describe(call)}", (i, "kwargs.call"), name)
+        if "call" in kwargs and "cmd" in kwargs:
+            self.add("give kwargs.cmd (a shell command) or kwargs.call (a Python function), "
+                     "not both", (i, "kwargs"), name)
+        if "bg_dirsync_to" in kwargs:
+            self.check_dirsync(i, kwargs["bg_dirsync_to"], name)
+        args = kwargs.get("args")
+        if "call" in kwargs and args is not None and not isinstance(args, Mapping):
+            self.add(f"kwargs.args must be a mapping of keyword arguments, got "
+                     f"{describe(args)}", (i, "kwargs.args"), name)
+
+    def check_dirsync(self, i: int, value: object, name: str) -> None:
+        where = (i, "kwargs.bg_dirsync_to")
+        spec = {"path": value} if isinstance(value, str) else value
+        if not isinstance(spec, Mapping):
+            self.add("kwargs.bg_dirsync_to must be a directory path or a mapping "
+                     f"{{path, every_s, dest}}, got {describe(value)}", where, name)
+            return
+        unknown = sorted(set(spec) - {"path", "every_s", "dest"})
+        if unknown:
+            self.add(f"kwargs.bg_dirsync_to has unknown key(s) {', '.join(unknown)}; "
+                     "use path, every_s and dest", where, name)
+        path, every, dest = spec.get("path"), spec.get("every_s"), spec.get("dest")
+        if not isinstance(path, str) or not path.strip():
+            self.add("kwargs.bg_dirsync_to needs a non-empty directory path", where, name)
+        if every is not None and (isinstance(every, bool) or not isinstance(every, int | float)
+                                  or every <= 0):
+            self.add(f"kwargs.bg_dirsync_to.every_s must be seconds above 0, got "
+                     f"{describe(every)}", where, name)
+        if dest is not None and (not isinstance(dest, str) or not dest.strip()
+                                 or dest.startswith("/") or ".." in dest.split("/")):
+            self.add(f"kwargs.bg_dirsync_to.dest must be a relative name like 'ckpt', got "
+                     f"{describe(dest)}", where, name)
+
+    def check_subworkflow(self, i: int, t: TaskDef) -> None:
+        sub, name, where = t.workflow, t.name, (i, "workflow")
+        if not isinstance(sub, SubWorkflow):
+            self.add(f"workflow must be a SubWorkflow, got {describe(sub)}", where, name)
+            return
+        if isinstance(t.kwargs, Mapping):
+            for key in ("cmd", "call"):
+                if key in t.kwargs:
+                    self.add(f"a task with 'workflow' runs the child workflow, so kwargs.{key} "
+                             "would never run; remove one of them", (i, "kwargs"), name)
+        if sub.factory is not None and (sub.definition is not None or sub.path is not None):
+            self.add("give only one of an inline definition, a path or a factory", where, name)
+        elif sub.definition is None and sub.path is None and sub.factory is None:
+            self.add("workflow needs an inline definition, a path or a factory", where, name)
+        if sub.path is not None and (not isinstance(sub.path, str) or not sub.path.strip()):
+            self.add(f"workflow path must be a non-empty string, got {describe(sub.path)}",
+                     where, name)
+        if sub.factory is not None and (
+                not isinstance(sub.factory, str) or not _FACTORY_RE.fullmatch(sub.factory)):
+            self.add(f"factory must look like 'package.module:function', got "
+                     f"{describe(sub.factory)}", where, name)
+        self.mapping(sub.params, (i, "params"), name)
+        child = sub.definition
+        if child is None:
+            return
+        if not isinstance(child, WorkflowDef):
+            self.add(f"an inline workflow must be a WorkflowDef, got {describe(child)}",
+                     where, name)
+        elif self.depth + 1 >= MAX_SUBWORKFLOW_DEPTH:
+            self.add(f"sub-workflows are nested more than {MAX_SUBWORKFLOW_DEPTH} deep", where,
+                     name)
+        else:
+            for p in check(child, self.source.children.get(i, SourceMap()),
+                           self.path(i, "workflow") + ".",
+                           self.depth + 1):
+                self.problems.append(nested_problem(p, name if isinstance(name, str) else None))
+
+    def check_graph(self, good: list[tuple[int, TaskDef]]) -> None:
+        index: dict[str, int] = {}
+        for i, t in good:
+            if not isinstance(t.name, str):
+                continue
+            first = index.setdefault(t.name, i)
+            if first != i and (i, "name") not in self.source.skip:
+                self.add(f"duplicate task name {t.name!r} (first defined at "
+                         f"{self.path(first, '')}); task names must be unique",
+                         (i, "name"), t.name)
+        adjacency: list[list[int]] = [[] for _ in range(len(self.defn.tasks))]
+        for i, t in good:
+            deps = t.depends_on if isinstance(t.depends_on, list | tuple) else ()
+            seen: set[str] = set()
+            for k, dep in enumerate(deps):
+                if not isinstance(dep, str):
+                    continue
+                target = index.get(dep)
+                if target is not None and dep != t.name and dep not in seen:
+                    seen.add(dep)
+                    adjacency[i].append(target)
+                    continue
+                where = (i, f"depends_on[{k}]")
+                if dep in seen:
+                    self.add(f"{dep!r} is listed twice in depends_on", where, t.name)
+                elif dep == t.name:
+                    self.add("a task cannot depend on itself", where, t.name)
+                else:
+                    self.add(f"depends on unknown task {dep!r}{self.suggest_task(dep, index)}",
+                             where, t.name)
+                seen.add(dep)
+            self.check_policy(i, t, [d for d in deps if isinstance(d, str)],
+                              isinstance(t.depends_on, list | tuple))
+        names = [t.name if isinstance(t, TaskDef) else "?" for t in self.defn.tasks]
+        for component in strongly_connected(adjacency):
+            start = min(component)
+            cycle = cycle_through(start, adjacency, set(component))
+            more = len(component) - len(cycle) + 1
+            tail = f"; {more} more task(s) are on cycles with these" if more > 0 else ""
+            shown = [str(names[c]) for c in cycle]
+            if len(shown) > 12:
+                shown = [*shown[:6], f"... ({len(cycle) - 10} more)", *shown[-4:]]
+            self.add("dependency cycle: " + " -> ".join(shown)
+                     + f" (each task depends on the next){tail}",
+                     (start, "depends_on"), names[start])
+
+    def suggest_task(self, dep: str, index: Mapping[str, int]) -> str:
+        self.suggestions += 1
+        if self.suggestions > _SUGGEST_LIMIT or len(index) > 20_000:
+            return ""
+        return _suggest(dep, list(index))
+
+    def check_policy(self, i: int, t: TaskDef, deps: list[str], deps_ok: bool) -> None:
+        policy, name, where = t.dep_policy, t.name, (i, "dep_policy")
+        if isinstance(policy, bool) or not isinstance(policy, int | str):
+            self.add(f"dep_policy must be 'all', 'any' or a positive integer, got "
+                     f"{describe(policy)}", where, name)
+        elif isinstance(policy, str) and policy not in ("all", "any"):
+            hint = ("; write the number without quotes" if policy.strip().isdigit()
+                    else _suggest(policy, ["all", "any"]))
+            self.add(f"dep_policy must be 'all', 'any' or a positive integer, got "
+                     f"{policy!r}{hint}", where, name)
+        elif isinstance(policy, int) and policy < 1:
+            self.add(f"dep_policy must be at least 1, got {policy}", where, name)
+        elif isinstance(policy, int) and deps_ok and policy > len(deps):
+            self.add(f"dep_policy {policy} can never be met: the task has only {len(deps)} "
+                     "dependencies", where, name)
+        cond = t.condition
+        if not isinstance(cond, str) or not deps_ok:
+            return
+        where = (i, "condition")
+        try:
+            compiled = cached_condition(cond)
+        except ConditionError as exc:
+            self.add(f"invalid condition: {exc}", where, name)
+            return
+        if not deps:
+            self.add("a condition needs dependencies: it is evaluated on the outputs of "
+                     "depends_on, and this task has none", where, name)
+            return
+        for message in compiled.unknown_references(deps):
+            self.add(message, where, name)

@@ -1,0 +1,175 @@
+"""The HTTP API blueprint (route prefix ``/api``, auth level FUNCTION).
+
+Handlers parse the request, call ``WorkflowClient`` (the class the CLI uses) and map
+errors to JSON; there is no engine logic here. Routes and answers are described in
+``openapi.json`` next to this module (served at ``GET /api/openapi.json``).
+"""
+
+from collections.abc import Callable
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import azure.functions as func
+
+from dagq.client import row_summary
+from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
+from dagq.functions import new_blueprint
+from dagq.functions.errors import ApiError, json_response, to_api_error
+from dagq.functions.http_io import (
+    choice_param,
+    int_param,
+    read_definition,
+    text_param,
+)
+from dagq.functions.runtime import Runtime
+
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+AUTH = func.AuthLevel.FUNCTION
+
+
+def _answer(handler: Callable[[], func.HttpResponse]) -> func.HttpResponse:
+    try:
+        return handler()
+    except Exception as exc:  # every failure becomes a JSON answer, never a bare 500
+        return to_api_error(exc).response()
+
+
+def _route_id(req: func.HttpRequest) -> str:
+    workflow_id = str(req.route_params.get("id") or "")
+    if not workflow_id:
+        raise ApiError(400, "bad_parameter", "the URL names no workflow id")
+    return workflow_id
+
+
+def submit(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``POST /workflows[?id=&max_fan_in=]``: 201 created, 200 same definition, 409 other."""
+    defn = read_definition(req, runtime.settings.max_request_bytes)
+    workflow_id = text_param(req, "id")
+    max_fan_in = int_param(req, "max_fan_in", None, minimum=2)
+    done = runtime.client().submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in)
+    return json_response({"id": done.id, "created": done.created},
+                         201 if done.created else 200,
+                         headers={"Location": f"/api/workflows/{done.id}"})
+
+
+def validate(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``POST /workflows/validate``: 200 when valid, 400 listing every problem."""
+    defn = read_definition(req, runtime.settings.max_request_bytes)
+    return json_response({"valid": True, "name": defn.name, "tasks": len(defn.tasks)})
+
+
+def list_workflows(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /workflows[?status=&limit=&after=]``: one page of summaries, ordered by id."""
+    status = choice_param(req, "status", WORKFLOW_STATUSES)
+    limit = int_param(req, "limit", DEFAULT_PAGE, minimum=1, maximum=MAX_PAGE) or DEFAULT_PAGE
+    after = text_param(req, "after")
+    rows = runtime.client().backend.index.query(status=status, limit=limit + 1, after=after)
+    page = rows[:limit]
+    following = page[-1].id if len(rows) > limit else None
+    return json_response({"workflows": [row_summary(r) for r in page], "next": following})
+
+
+def get_workflow(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /workflows/{id}``: the summary ``dagq status --json`` prints."""
+    return json_response(runtime.client().summary(_route_id(req)))
+
+
+def list_tasks(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /workflows/{id}/tasks[?prefix=&status=&queue=]``."""
+    workflow_id = _route_id(req)
+    tasks = runtime.client().tasks(
+        workflow_id, prefix=text_param(req, "prefix"),
+        status=choice_param(req, "status", TASK_STATUSES), queue=text_param(req, "queue"))
+    return json_response({"id": workflow_id, "tasks": tasks})
+
+
+def cancel(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``POST /workflows/{id}/cancel``: 202; the coordinator applies it."""
+    workflow_id = _route_id(req)
+    runtime.client().cancel(workflow_id)
+    return json_response({"id": workflow_id, "cancel_requested": True}, 202)
+
+
+def retry(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``POST /workflows/{id}/retry``: 202 with the request id."""
+    workflow_id = _route_id(req)
+    request_id = runtime.client().retry(workflow_id)
+    return json_response({"id": workflow_id, "request_id": request_id}, 202)
+
+
+def health(runtime: Runtime, trigger: str) -> func.HttpResponse:
+    """``GET /health``: 200 when the store answers, 503 otherwise."""
+    settings = runtime.settings
+    info: dict[str, Any] = {
+        "store": settings.store, "queues": settings.queues or "store",
+        "coordinator_trigger": trigger,
+        "completion_queue": runtime.env.get("DAGQ_COMPLETION_QUEUE"),
+    }
+    runtime.backend().index.query(limit=1)
+    return json_response({"status": "ok", **info})
+
+
+@cache
+def openapi_document() -> bytes:
+    """The packaged OpenAPI 3 document."""
+    return resources.files("dagq.functions").joinpath("openapi.json").read_bytes()
+
+
+def openapi() -> func.HttpResponse:
+    """``GET /openapi.json``."""
+    return func.HttpResponse(openapi_document(), mimetype="application/json", charset="utf-8")
+
+
+def http_blueprint(runtime: Runtime, trigger: str = "none") -> func.Blueprint:
+    """The HTTP functions, bound to ``runtime``; ``trigger`` is reported by ``/health``."""
+    bp = new_blueprint()
+
+    @bp.function_name("submit_workflow")
+    @bp.route(route="workflows", methods=["POST"], auth_level=AUTH)
+    def submit_workflow(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: submit(runtime, req))
+
+    @bp.function_name("validate_workflow")
+    @bp.route(route="workflows/validate", methods=["POST"], auth_level=AUTH)
+    def validate_workflow(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: validate(runtime, req))
+
+    @bp.function_name("list_workflows")
+    @bp.route(route="workflows", methods=["GET"], auth_level=AUTH)
+    def list_workflows_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: list_workflows(runtime, req))
+
+    @bp.function_name("get_workflow")
+    @bp.route(route="workflows/{id}", methods=["GET"], auth_level=AUTH)
+    def get_workflow_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: get_workflow(runtime, req))
+
+    @bp.function_name("list_tasks")
+    @bp.route(route="workflows/{id}/tasks", methods=["GET"], auth_level=AUTH)
+    def list_tasks_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: list_tasks(runtime, req))
+
+    @bp.function_name("cancel_workflow")
+    @bp.route(route="workflows/{id}/cancel", methods=["POST"], auth_level=AUTH)
+    def cancel_workflow(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: cancel(runtime, req))
+
+    @bp.function_name("retry_workflow")
+    @bp.route(route="workflows/{id}/retry", methods=["POST"], auth_level=AUTH)
+    def retry_workflow(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: retry(runtime, req))
+
+    @bp.function_name("health")
+    @bp.route(route="health", methods=["GET"], auth_level=AUTH)
+    def health_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: health(runtime, trigger))
+
+    @bp.function_name("openapi")
+    @bp.route(route="openapi.json", methods=["GET"], auth_level=AUTH)
+    def openapi_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(openapi)
+
+    return bp
+

@@ -1,0 +1,102 @@
+"""Reading HTTP requests: definition bodies (size, content type, format) and query values.
+
+Every check raises ``ApiError`` with a 4xx status, so a handler never answers bad input
+with a 500 and never reaches the store with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import azure.functions as func
+
+from dagq.compose.loader import require_inline
+from dagq.core.model import WorkflowDef
+from dagq.core.parse import load_definition
+from dagq.functions.errors import ApiError
+
+Format = Literal["yaml", "json"] | None
+
+MEDIA_TYPES: dict[str, Format] = {
+    "application/json": "json",
+    "application/yaml": "yaml",
+    "application/x-yaml": "yaml",
+    "text/yaml": "yaml",
+    "text/x-yaml": "yaml",
+    "text/plain": None,  # YAML, or JSON when the body is a JSON object
+}
+"""Accepted request content types and the definition format each one means."""
+
+
+def media_type(req: func.HttpRequest) -> str:
+    """The request's media type, lower-cased, without parameters ("" when absent)."""
+    raw = req.headers.get("content-type") or ""
+    return raw.split(";", 1)[0].strip().lower()
+
+
+def read_body(req: func.HttpRequest, max_bytes: int) -> bytes:
+    """The request body; 413 when it (or its declared length) exceeds ``max_bytes``."""
+    declared = req.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(int(declared), max_bytes)
+    body = req.get_body() or b""
+    if len(body) > max_bytes:
+        raise _too_large(len(body), max_bytes)
+    return body
+
+
+def _too_large(size: int, max_bytes: int) -> ApiError:
+    return ApiError(413, "too_large",
+                    f"the request body has {size} bytes; the limit is {max_bytes} "
+                    "(app setting DAGQ_MAX_REQUEST_BYTES)")
+
+
+def read_definition(req: func.HttpRequest, max_bytes: int) -> WorkflowDef:
+    """Parse and validate the definition in the request body (YAML or JSON)."""
+    body = read_body(req, max_bytes)
+    kind = media_type(req)
+    if kind and kind not in MEDIA_TYPES:
+        raise ApiError(415, "unsupported_media_type",
+                       f"content type {kind!r} is not accepted for a workflow definition; "
+                       "send YAML (application/yaml) or JSON (application/json)",
+                       sorted(MEDIA_TYPES))
+    if not body.strip():
+        raise ApiError(400, "empty_body", "the request body is empty; send a workflow "
+                       "definition as YAML or JSON")
+    defn = load_definition(body, source="request body", fmt=MEDIA_TYPES.get(kind))
+    return require_inline(defn, why="by the HTTP API")
+
+
+def text_param(req: func.HttpRequest, name: str) -> str | None:
+    """A query value, or None when absent or empty."""
+    value = req.params.get(name)
+    return value if value else None
+
+
+def choice_param(req: func.HttpRequest, name: str, choices: Sequence[str]) -> str | None:
+    """A query value that must be one of ``choices``; 400 otherwise."""
+    value = text_param(req, name)
+    if value is not None and value not in choices:
+        raise ApiError(400, "bad_parameter",
+                       f"query parameter {name}={value!r} is not one of: {', '.join(choices)}",
+                       [{"parameter": name, "allowed": list(choices)}])
+    return value
+
+
+def int_param(req: func.HttpRequest, name: str, default: int | None, *,
+              minimum: int, maximum: int | None = None) -> int | None:
+    """A whole-number query value within bounds; 400 otherwise."""
+    value = text_param(req, name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or number < minimum or (maximum is not None and number > maximum):
+        bounds = f"from {minimum}" + (f" to {maximum}" if maximum is not None else "")
+        raise ApiError(400, "bad_parameter",
+                       f"query parameter {name}={value!r} must be a whole number {bounds}",
+                       [{"parameter": name, "minimum": minimum, "maximum": maximum}])
+    return number

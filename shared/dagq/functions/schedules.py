@@ -1,0 +1,208 @@
+"""The schedules blueprint: a timer that fires due schedules every minute, and the HTTP
+routes ``/api/schedules`` (list, add), ``/api/schedules/{name}`` (show, remove) and
+``/api/schedules/{name}/pause|resume`` (auth level FUNCTION).
+
+Handlers parse, call ``ScheduleStore`` / ``Ticker`` (the classes ``dagq schedule`` and
+``dagq scheduler`` use) and map errors to JSON ``{"error", "code", "details"}``: bad
+input is a 400, an unknown name 404, a taken name 409, never a 500.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import azure.functions as func
+
+from dagq.compose.loader import require_inline
+from dagq.core.model import WorkflowDef
+from dagq.core.parse import definition_from_dict, load_definition
+from dagq.core.schedule.policy import ScheduleSpec
+from dagq.errors import CronError
+from dagq.functions import new_blueprint
+from dagq.functions.errors import ApiError, json_response, to_api_error
+from dagq.functions.http_io import media_type, read_body
+from dagq.functions.runtime import Runtime
+from dagq.schedules.store import (
+    ScheduleExists,
+    ScheduleNotFound,
+    ScheduleStore,
+    detail,
+    summary,
+)
+from dagq.schedules.ticker import Ticker, TickReport
+
+log = logging.getLogger("dagq.functions.schedules")
+
+TICK_SCHEDULE = "0 * * * * *"
+"""NCRONTAB of the ticker timer: second 0 of every minute."""
+TICK_TOLERANCE_S = 120.0
+"""Fire times up to two timer periods old count as on time (a late timer start loses none)."""
+AUTH = func.AuthLevel.FUNCTION
+_TEXT, _OBJECT = ((str,), "a string"), ((dict,), "an object")
+_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "name": _TEXT, "cron": _TEXT, "definition": ((str, dict), "a string or an object"),
+    "timezone": _TEXT, "overlap": _TEXT, "catchup": _TEXT, "params": _OBJECT}
+_REQUIRED = ("name", "cron", "definition")
+
+
+def tick(runtime: Runtime, now: datetime | None = None) -> TickReport:
+    """One pass of the ticker over every schedule of the app's store."""
+    ticker = Ticker(runtime.backend(), runtime.clock, tolerance_s=TICK_TOLERANCE_S)
+    report = ticker.tick(now)
+    log.info("%s", report.line())
+    return report
+
+
+def _answer(handler: Callable[[], func.HttpResponse]) -> func.HttpResponse:
+    try:
+        return handler()
+    except ScheduleNotFound as exc:
+        return ApiError(404, "not_found", str(exc)).response()
+    except ScheduleExists as exc:
+        return ApiError(409, "schedule_exists", str(exc)).response()
+    except CronError as exc:
+        return ApiError(400, "invalid_schedule", str(exc)).response()
+    except Exception as exc:  # every failure becomes a JSON answer
+        return to_api_error(exc).response()
+
+
+def _name(req: func.HttpRequest) -> str:
+    name = str(req.route_params.get("name") or "")
+    if not name:
+        raise ApiError(400, "bad_parameter", "the URL names no schedule")
+    return name
+
+
+def _now(runtime: Runtime) -> datetime:
+    return datetime.fromtimestamp(runtime.clock(), UTC)
+
+
+def read_request(req: func.HttpRequest, max_bytes: int) -> dict[str, Any]:
+    """The JSON object of an add request, with every field checked (400/413/415)."""
+    body = read_body(req, max_bytes)
+    kind = media_type(req)
+    if kind not in ("", "application/json"):
+        raise ApiError(415, "unsupported_media_type",
+                       f"content type {kind!r} is not accepted for a schedule; send a JSON "
+                       "object (application/json)", ["application/json"])
+    try:
+        data = json.loads(body or b"null")
+    except ValueError as exc:
+        raise ApiError(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "bad_request", "the request body must be a JSON object with "
+                       "'name', 'cron' and 'definition'")
+    problems: list[dict[str, str]] = []
+    for key in sorted(set(data) - set(_FIELDS)):
+        problems.append({"field": key, "message": f"unknown field; allowed: {', '.join(_FIELDS)}"})
+    for key in _REQUIRED:
+        if key not in data:
+            problems.append({"field": key, "message": "is required"})
+    for key, (kinds, want) in _FIELDS.items():
+        if key in data and not isinstance(data[key], kinds):
+            problems.append({"field": key, "message": f"must be {want}"})
+    if problems:
+        raise ApiError(400, "bad_request", f"the schedule request has {len(problems)} "
+                       "problem(s)", list(problems))
+    return data
+
+
+def _definition(value: str | Mapping[str, Any]) -> WorkflowDef:
+    if isinstance(value, str):
+        defn = load_definition(value, source="definition")
+    else:
+        defn = definition_from_dict(value, source="definition")
+    return require_inline(defn, why="by the HTTP API")
+
+
+def add(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``POST /schedules``: 201 with the new schedule's summary."""
+    data = read_request(req, runtime.settings.max_request_bytes)
+    now = _now(runtime)
+    spec = ScheduleSpec.from_record({
+        "name": data["name"], "cron": data["cron"],
+        "timezone": data.get("timezone", "UTC"), "overlap": data.get("overlap", "skip"),
+        "catchup": data.get("catchup", "none"), "params": data.get("params", {}),
+        "created_at": now.isoformat()})
+    defn = _definition(data["definition"])
+    store = ScheduleStore(runtime.backend())
+    sched = store.add(spec, defn)
+    return json_response(summary(store, sched, now), 201,
+                         headers={"Location": f"/api/schedules/{spec.name}"})
+
+
+def list_all(runtime: Runtime) -> func.HttpResponse:
+    """``GET /schedules``: every schedule's summary, by name."""
+    store = ScheduleStore(runtime.backend())
+    now = _now(runtime)
+    return json_response({"schedules": [summary(store, s, now) for s in store.list()]})
+
+
+def show(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``GET /schedules/{name}``: spec, next 5 fire times, recent runs and missed times."""
+    store = ScheduleStore(runtime.backend())
+    return json_response(detail(store, store.get(_name(req)), _now(runtime)))
+
+
+def remove(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
+    """``DELETE /schedules/{name}``: 200, or 404 when there is no such schedule."""
+    name = _name(req)
+    ScheduleStore(runtime.backend()).remove(name)
+    return json_response({"name": name, "removed": True})
+
+
+def set_paused(runtime: Runtime, req: func.HttpRequest, paused: bool) -> func.HttpResponse:
+    """``POST /schedules/{name}/pause`` or ``/resume``: 200 with the summary."""
+    store = ScheduleStore(runtime.backend())
+    name = _name(req)
+    sched = store.pause(name) if paused else store.resume(name)
+    return json_response(summary(store, sched, _now(runtime)))
+
+
+def schedules_blueprint(runtime: Runtime, timer_schedule: str = TICK_SCHEDULE) -> func.Blueprint:
+    """The ticker timer and the schedule routes, bound to ``runtime``."""
+    bp = new_blueprint()
+
+    @bp.function_name("schedule_ticker")
+    @bp.timer_trigger(arg_name="timer", schedule=timer_schedule, run_on_startup=False,
+                      use_monitor=False)  # missed ticks are the ticker's own business
+    def schedule_ticker(timer: func.TimerRequest) -> None:
+        if timer.past_due:
+            log.info("schedule ticker is running late")
+        tick(runtime)
+
+    @bp.function_name("list_schedules")
+    @bp.route(route="schedules", methods=["GET"], auth_level=AUTH)
+    def list_schedules(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: list_all(runtime))
+
+    @bp.function_name("add_schedule")
+    @bp.route(route="schedules", methods=["POST"], auth_level=AUTH)
+    def add_schedule(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: add(runtime, req))
+
+    @bp.function_name("get_schedule")
+    @bp.route(route="schedules/{name}", methods=["GET"], auth_level=AUTH)
+    def get_schedule(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: show(runtime, req))
+
+    @bp.function_name("remove_schedule")
+    @bp.route(route="schedules/{name}", methods=["DELETE"], auth_level=AUTH)
+    def remove_schedule(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: remove(runtime, req))
+
+    @bp.function_name("pause_schedule")
+    @bp.route(route="schedules/{name}/pause", methods=["POST"], auth_level=AUTH)
+    def pause_schedule(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: set_paused(runtime, req, True))
+
+    @bp.function_name("resume_schedule")
+    @bp.route(route="schedules/{name}/resume", methods=["POST"], auth_level=AUTH)
+    def resume_schedule(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: set_paused(runtime, req, False))
+
+    return bp

@@ -1,0 +1,1 @@
+"""The wire protocol between submitters, coordinators and workers (queue messages and ids)."""

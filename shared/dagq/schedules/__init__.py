@@ -1,0 +1,1 @@
+"""Cron schedules: ``store`` keeps them as records, ``ticker`` fires the due ones."""

@@ -1,0 +1,230 @@
+"""Background directory sync (``kwargs.bg_dirsync_to``) and fetching synced directories.
+
+While a task runs, a ``DirSync`` thread uploads the new and changed files of one local
+directory to output storage every few seconds, and once more when the task ends. A file
+is read only when its size or mtime changed since the last look, and uploaded only when
+its MD5 differs from what the store holds. Objects are named
+``dirs/{workflow_id}/{name}/{relative path}``, where ``name`` is the task's name unless
+the spec gives ``dest``. Sync never fails a task: errors are logged and retried on the
+next round. Files deleted locally stay in the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from dagq.errors import ConfigError, NotFound, TaskError
+from dagq.ports import OutputStore
+
+log = logging.getLogger("dagq.worker.dirsync")
+
+DEFAULT_INTERVAL = 5.0
+"""Seconds between sync rounds unless ``every_s`` or ``DAGQ_DIRSYNC_INTERVAL`` says otherwise."""
+RACY_NS = 2_000_000_000
+"""Files modified this recently (ns) before a scan are hashed again on the next round, since
+a second write within the file system's timestamp granularity leaves size and mtime alone."""
+SPEC_KEYS = {"path", "every_s", "dest"}
+
+
+def default_interval(env: Mapping[str, str] | None = None) -> float:
+    """``DAGQ_DIRSYNC_INTERVAL`` in seconds (default 5); ``ConfigError`` if it is bad."""
+    raw = (os.environ if env is None else env).get("DAGQ_DIRSYNC_INTERVAL", "")
+    if not raw:
+        return DEFAULT_INTERVAL
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError(f"DAGQ_DIRSYNC_INTERVAL={raw!r} must be a number of seconds above 0 "
+                          f"(e.g. DAGQ_DIRSYNC_INTERVAL={DEFAULT_INTERVAL:g})")
+    return value
+
+
+def dir_prefix(workflow_id: str, name: str) -> str:
+    """Object-name prefix of the directory synced for ``name`` in ``workflow_id``."""
+    return f"dirs/{workflow_id}/{name}/"
+
+
+@dataclass(frozen=True)
+class SyncSpec:
+    """What to sync: a local directory, how often, and where to."""
+
+    path: Path
+    """The local directory (absolute)."""
+    every_s: float
+    """Seconds between rounds."""
+    name: str
+    """Name under ``dirs/{workflow_id}/`` (the task's name unless ``dest`` was given)."""
+
+
+def parse_spec(value: Any, *, task: str, cwd: str | None, default_every: float) -> SyncSpec:
+    """The ``SyncSpec`` of a ``bg_dirsync_to`` value: ``DIR`` or ``{path: DIR, every_s: N,
+    dest: NAME}``; ``DIR`` is relative to ``cwd`` (else the worker's directory) unless
+    absolute. Raises ``TaskError`` naming the bad part."""
+    spec = {"path": value} if isinstance(value, str) else value
+    if not isinstance(spec, Mapping):
+        raise TaskError("kwargs.bg_dirsync_to must be a directory path or a mapping "
+                        f"{{path, every_s, dest}}, got {type(value).__name__}")
+    unknown = sorted(set(spec) - SPEC_KEYS)
+    if unknown:
+        raise TaskError(f"kwargs.bg_dirsync_to has unknown key(s) {', '.join(unknown)}; "
+                        f"allowed: {', '.join(sorted(SPEC_KEYS))}")
+    path = spec.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise TaskError("kwargs.bg_dirsync_to.path must be a non-empty directory path")
+    every = spec.get("every_s", default_every)
+    if isinstance(every, bool) or not isinstance(every, int | float) or not every > 0:
+        raise TaskError(f"kwargs.bg_dirsync_to.every_s must be a number of seconds above 0, "
+                        f"got {every!r}")
+    name = spec.get("dest", task)
+    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
+    if not parts or name.startswith("/") or ".." in parts or "\\" in name:
+        raise TaskError(f"kwargs.bg_dirsync_to.dest must be a relative name like 'ckpt' or "
+                        f"'train/ckpt' (no '..'), got {name!r}")
+    local = Path(path)
+    if not local.is_absolute():
+        local = Path(cwd or os.getcwd()) / local
+    return SyncSpec(Path(os.path.abspath(local)), float(every), "/".join(parts))
+
+
+class DirSync:
+    """Keeps ``prefix`` in ``outputs`` up to date with the files under ``local``."""
+
+    def __init__(self, outputs: OutputStore, local: Path, prefix: str, every_s: float,
+                 label: str = "") -> None:
+        self.outputs = outputs
+        self.local = local
+        self.prefix = prefix
+        self.every_s = every_s
+        self.label = label or prefix
+        self.uploads = 0
+        """Files sent to the store."""
+        self.unchanged = 0
+        """Looks at a file that found nothing new to send."""
+        self.errors = 0
+        """Rounds cut short by a store error."""
+        self.bytes_sent = 0
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._remote: dict[str, str] | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Sync in a background thread every ``every_s`` seconds until ``stop()``."""
+        self._thread = threading.Thread(target=self._loop, name=f"dagq-dirsync-{self.label}",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread and sync one last time."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sync_once()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.sync_once()
+
+    def sync_once(self) -> int:
+        """Upload what changed since the last round; the number of files sent. Never raises."""
+        with self._lock:
+            try:
+                return self._round()
+            except Exception as exc:  # the task must not fail because its sync did
+                self.errors += 1
+                log.warning("dirsync of %s to %s failed (retried next round): %s",
+                            self.local, self.prefix, exc)
+                return 0
+
+    def _round(self) -> int:
+        if self._remote is None:
+            self._remote = {name[len(self.prefix):]: md5
+                            for name, _, md5 in self.outputs.list(self.prefix)}
+        scan_ns = time.time_ns()
+        sent = 0
+        for path, rel in _files(self.local):
+            try:
+                st = path.stat()
+                sig = (st.st_size, st.st_mtime_ns)
+                if self._seen.get(rel) == sig:
+                    self.unchanged += 1
+                    continue
+                data = path.read_bytes()
+            except OSError:  # removed or unreadable between the walk and the read
+                continue
+            md5 = hashlib.md5(data, usedforsecurity=False).hexdigest()
+            if self._remote.get(rel) != md5:
+                self._remote[rel] = self.outputs.put(self.prefix + rel, data)
+                self.uploads += 1
+                self.bytes_sent += len(data)
+                sent += 1
+            else:
+                self.unchanged += 1
+            if st.st_mtime_ns < scan_ns - RACY_NS:
+                self._seen[rel] = sig
+            else:
+                self._seen.pop(rel, None)
+        return sent
+
+
+def _files(root: Path) -> list[tuple[Path, str]]:
+    """Regular files under ``root`` with their ``/``-separated relative paths, sorted."""
+    out: list[tuple[Path, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        base = Path(dirpath)
+        for fn in sorted(filenames):
+            path = base / fn
+            if path.is_file():
+                out.append((path, path.relative_to(root).as_posix()))
+    return out
+
+
+def list_synced(outputs: OutputStore, workflow_id: str, name: str) -> list[tuple[str, int, str]]:
+    """``(relative path, size, md5)`` of the files synced for ``name`` in ``workflow_id``."""
+    prefix = dir_prefix(workflow_id, name)
+    return [(obj[len(prefix):], size, md5) for obj, size, md5 in outputs.list(prefix)]
+
+
+def download_synced(outputs: OutputStore, workflow_id: str, name: str,
+                    dest: Path) -> list[Path]:
+    """Download the synced files of ``name`` into ``dest`` (created), each checked against
+    its MD5; the paths written. Raises ``TaskError`` on a corrupt or unsafe file."""
+    prefix = dir_prefix(workflow_id, name)
+    root = Path(os.path.abspath(dest))
+    written = []
+    for rel, _, md5 in list_synced(outputs, workflow_id, name):
+        target = Path(os.path.abspath(root / rel))
+        if root not in target.parents:
+            raise TaskError(f"synced file {prefix}{rel} would land outside {root}; refusing")
+        data = _verified(outputs, prefix + rel, md5)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        written.append(target)
+    return written
+
+
+def _verified(outputs: OutputStore, name: str, md5: str, tries: int = 3) -> bytes:
+    """The bytes of ``name``; a mismatch with ``md5`` is re-checked against a fresh listing,
+    since a running sync may have replaced the object between the listing and the read."""
+    for _ in range(tries):
+        data = outputs.get(name)
+        actual = hashlib.md5(data, usedforsecurity=False).hexdigest()
+        if not md5 or actual == md5:
+            return data
+        fresh = [m for n, _, m in outputs.list(name) if n == name]
+        if not fresh:
+            raise NotFound(f"synced file {name} disappeared while it was being downloaded")
+        md5 = fresh[0]
+    raise TaskError(f"synced file {name} is corrupt: MD5 {actual} != expected {md5}")

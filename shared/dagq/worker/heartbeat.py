@@ -1,0 +1,88 @@
+"""Worker heartbeats in the store's records (partition ``workers``) and the health check.
+
+A worker writes ``{queue, host, pid, running, last_seen, started_at, stopped}`` under its
+id (``host:pid:queue``) every ``DAGQ_HEARTBEAT_INTERVAL`` seconds and once more, marked
+stopped, when it exits. A worker is *live* while its last heartbeat is younger than
+``LIVE_INTERVALS`` intervals and it has not stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+
+from dagq.errors import DagqError
+from dagq.ports import Records
+
+PARTITION = "workers"
+INTERVAL = 10.0
+LIVE_INTERVALS = 3
+"""Heartbeats a worker may miss before it counts as gone."""
+KEEP_S = 24 * 3600.0
+"""Records of workers silent for longer than this are removed (by the next worker to start)."""
+
+log = logging.getLogger("dagq.worker")
+
+
+class Heartbeat:
+    """Writes ``{queue, host, pid, running, last_seen}`` for one worker."""
+
+    def __init__(self, records: Records, worker_id: str, queue: str,
+                 interval: float = INTERVAL) -> None:
+        self.records = records
+        self.worker_id = worker_id
+        self.queue = queue
+        self.interval = interval
+        self.started_at = time.time()
+
+    def beat(self, running: list[str], *, stopped: bool = False) -> bool:
+        """Record that this worker is alive; False (and a warning) if the store refused."""
+        host, pid = self.worker_id.split(":")[:2]
+        try:
+            self.records.put(PARTITION, self.worker_id, {
+                "queue": self.queue, "host": host, "pid": int(pid), "running": running,
+                "last_seen": time.time(), "started_at": self.started_at, "stopped": stopped,
+                "interval": self.interval,
+            })
+        except DagqError as exc:  # the next beat retries; a missed one is not fatal
+            log.warning("could not write the heartbeat of %s: %s", self.worker_id, exc)
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Mark the worker stopped."""
+        self.beat([], stopped=True)
+
+
+def live_workers(records: Records, now: float, interval: float = INTERVAL
+                 ) -> dict[str, list[dict[str, object]]]:
+    """Workers not stopped whose last heartbeat is under ``LIVE_INTERVALS`` intervals old
+    (each worker's own interval when it recorded one, else ``interval``), by queue."""
+    out: dict[str, list[dict[str, object]]] = {}
+    for key, rec in records.list(PARTITION):
+        last = float(rec.get("last_seen", 0))
+        own = float(rec.get("interval") or interval)
+        if rec.get("stopped") or now - last > LIVE_INTERVALS * own:
+            continue
+        out.setdefault(str(rec.get("queue")), []).append({"id": key, **rec})
+    return out
+
+
+def prune(records: Records, now: float, keep_s: float = KEEP_S) -> int:
+    """Remove the records of workers not seen for ``keep_s`` seconds; how many went."""
+    gone = 0
+    try:
+        for key, rec in records.list(PARTITION):
+            if now - float(rec.get("last_seen", 0)) > keep_s:
+                records.delete(PARTITION, key)
+                gone += 1
+    except DagqError as exc:
+        log.warning("could not prune old worker heartbeats: %s", exc)
+    return gone
+
+
+def check_local(records: Records, queue: str, now: float, interval: float = INTERVAL) -> bool:
+    """True if a worker on this host serving ``queue`` has a fresh heartbeat."""
+    host = socket.gethostname()
+    return any(w.get("host") == host for w in live_workers(records, now, interval).get(queue, []))

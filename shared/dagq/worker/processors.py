@@ -1,0 +1,143 @@
+"""Processors decide how a task runs. A processor gets a ``TaskContext`` and returns an
+``Outcome``; the worker does everything around it (messages, outputs, cancellation).
+
+Write your own by subclassing ``Processor`` and start workers with
+``dagq worker QUEUE --processor package.module:Class``; see docs/tasks.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dagq.errors import ConfigError
+from dagq.protocol.messages import TaskMessage
+from dagq.worker.process import ProcessResult, run_process
+
+
+@dataclass
+class TaskContext:
+    """Everything a processor may use to run one attempt of one task."""
+
+    message: TaskMessage
+    """The task message (kwargs, attempt, inputs as received)."""
+    env: dict[str, str]
+    """Environment for the task: the worker's plus the script contract variables."""
+    workdir: Path
+    """A private directory for this attempt (removed afterwards)."""
+    output_file: Path
+    """Where the task writes one JSON value to publish an output."""
+    inputs_file: Path
+    """JSON object of the direct upstream outputs (large ones already fetched)."""
+    log_path: Path
+    """Combined stdout/stderr log of the attempt."""
+    stop: threading.Event
+    """Set when the task must stop (cancel or worker shutdown)."""
+    kill_timeout: float
+    """Seconds between SIGTERM and SIGKILL."""
+    on_start: Callable[[int], None] | None = None
+    """Called with the pid of a started process (for observers and tests)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Room for processor-specific data."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended."""
+
+    success: bool
+    """True if the task succeeded (its output, if any, is in the output file)."""
+    error: str | None = None
+    """Why it failed."""
+    stopped: bool = False
+    """True if it was stopped on request rather than failing by itself."""
+
+
+class Processor:
+    """Base class: run one task attempt."""
+
+    def handles(self, message: TaskMessage) -> bool:
+        """True if this processor can run ``message`` (first match wins)."""
+        return True
+
+    def run(self, ctx: TaskContext) -> Outcome:
+        """Run the task and report how it ended."""
+        raise NotImplementedError
+
+
+def outcome_of(result: ProcessResult, ctx: TaskContext, what: str) -> Outcome:
+    """Map a finished process to an ``Outcome`` with a helpful error."""
+    if result.returncode == 0 and not result.stopped:
+        return Outcome(True)
+    if result.stopped:
+        return Outcome(False, f"{what} was stopped (cancelled or worker shutting down)",
+                       stopped=True)
+    if result.timed_out:
+        return Outcome(False, f"{what} timed out after {ctx.message.timeout_s:g}s\n"
+                              f"{result.tail}".rstrip())
+    code = result.returncode
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    return Outcome(False, f"{what} {how}\n{result.tail}".rstrip())
+
+
+class ShellProcessor(Processor):
+    """Runs ``kwargs.cmd`` through ``/bin/sh -c`` with ``env`` and ``cwd``; ignores other keys."""
+
+    def handles(self, message: TaskMessage) -> bool:
+        return "cmd" in message.kwargs
+
+    def run(self, ctx: TaskContext) -> Outcome:
+        kwargs = ctx.message.kwargs
+        cmd = kwargs.get("cmd")
+        if not isinstance(cmd, str) or not cmd.strip():
+            return Outcome(False, "kwargs.cmd must be a non-empty string")
+        env = dict(ctx.env)
+        extra_env = kwargs.get("env") or {}
+        if not isinstance(extra_env, dict):
+            return Outcome(False, "kwargs.env must be a mapping of names to strings")
+        env.update({str(k): str(v) for k, v in extra_env.items()})
+        cwd = kwargs.get("cwd")
+        if cwd is not None and not Path(str(cwd)).is_dir():
+            return Outcome(False, f"kwargs.cwd {cwd!r} is not a directory on this worker")
+        result = run_process(
+            ["/bin/sh", "-c", cmd], env=env, cwd=str(cwd) if cwd else None,
+            log_path=ctx.log_path, stop=ctx.stop, timeout_s=ctx.message.timeout_s,
+            kill_timeout=ctx.kill_timeout, on_start=ctx.on_start,
+        )
+        return outcome_of(result, ctx, "command")
+
+
+class NoopProcessor(Processor):
+    """Succeeds at once; runs tasks that have neither ``cmd`` nor ``call``."""
+
+    def run(self, ctx: TaskContext) -> Outcome:
+        return Outcome(True)
+
+
+def load_processor(spec: str) -> Processor:
+    """Instantiate ``module:Class`` (a ``Processor`` subclass); ``ConfigError`` if it fails."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"--processor {spec!r} must look like 'package.module:ClassName'")
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"--processor {spec!r} cannot be imported: {exc}") from None
+    proc = cls()
+    if not isinstance(proc, Processor):
+        raise ConfigError(f"--processor {spec!r} is not a dagq.worker.Processor subclass")
+    return proc
+
+
+def default_processors() -> list[Processor]:
+    """The built-in processors in matching order."""
+    from dagq.worker.function_processor import FunctionProcessor  # imports this module
+
+    return [ShellProcessor(), FunctionProcessor(), NoopProcessor()]

@@ -1,0 +1,408 @@
+"""The worker: takes task messages from one queue and runs them with N slots.
+
+For each message: decode, write the inputs file, run the task through a processor,
+publish its output (inline up to 32 KB, else in output storage), send the completion,
+then delete the message. A monitor thread keeps running messages invisible (until their
+tasks have exited, also while draining), polls the workflow's cancel flag and writes
+heartbeats. SIGTERM stops taking work, stops running tasks and releases their messages
+so another worker takes them at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dagq.client import COMPLETIONS, fetch_verified
+from dagq.config import Settings
+from dagq.core.model import OutputRef
+from dagq.crashpoints import crash_point
+from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
+from dagq.ports import Backend, Message
+from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
+from dagq.worker.dirsync import DirSync, default_interval, dir_prefix, parse_spec
+from dagq.worker.gpu import GpuPool
+from dagq.worker.heartbeat import Heartbeat, prune
+from dagq.worker.processors import Outcome, Processor, TaskContext, default_processors
+
+log = logging.getLogger("dagq.worker")
+
+INLINE_OUTPUT_LIMIT = 32 * 1024
+
+
+@dataclass
+class _Running:
+    message: Message
+    task: TaskMessage
+    stop: threading.Event = field(default_factory=threading.Event)
+    hidden_until: float = 0.0
+    next_cancel_check: float = 0.0
+    cancelled: bool = False
+    lease: threading.Lock = field(default_factory=threading.Lock)
+    """Held while extending; ``finished`` under it means: never extend again."""
+    finished: bool = False
+
+    def end_lease(self) -> Message:
+        """Stop extensions (so none races a release or delete); the current message."""
+        with self.lease:
+            self.finished = True
+            return self.message
+
+
+class Worker:
+    """Runs tasks from ``queue_name`` with ``concurrency`` slots until stopped or idle."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        settings: Settings,
+        queue_name: str,
+        *,
+        concurrency: int = 1,
+        processors: list[Processor] | None = None,
+        gpus_per_task: int = 0,
+        gpus: list[str] | None = None,
+        idle_timeout: float | None = None,
+        log_dir: Path | None = None,
+    ) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.queue_name = queue_name
+        self.queue = backend.queues.get(queue_name)
+        self.completions = backend.queues.get(COMPLETIONS)
+        self.processors = processors or default_processors()
+        self.gpu_pool = GpuPool(gpus_per_task, gpus) if gpus_per_task > 0 else None
+        if self.gpu_pool is not None:
+            concurrency = min(concurrency, self.gpu_pool.slots)
+        self.concurrency = max(1, concurrency)
+        self.idle_timeout = idle_timeout
+        self.log_dir = log_dir or Path(tempfile.gettempdir()) / "dagq-logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{queue_name}"
+        self.stats: Counter[str] = Counter()
+        self._running: dict[str, _Running] = {}
+        self._lock = threading.Lock()
+        self._shutdown = threading.Event()
+        self._slots_done = threading.Event()
+        self._last_active = time.monotonic()
+        self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name,
+                                   settings.heartbeat_interval)
+        self.dirsync_interval = default_interval()
+        self._task_env = _task_env(settings)
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def run(self, install_signals: bool = True) -> int:
+        """Work until shut down (SIGTERM/SIGINT, ``shutdown()`` or idle timeout)."""
+        if install_signals and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
+            signal.signal(signal.SIGINT, lambda *_: self.shutdown())
+        started = time.monotonic()
+        prune(self.backend.records, time.time())
+        self.heartbeat.beat(self.running_tasks())
+        slots = [threading.Thread(target=self._slot, name=f"dagq-slot-{i}", daemon=True)
+                 for i in range(self.concurrency)]
+        monitor = threading.Thread(target=self._monitor, name="dagq-monitor", daemon=True)
+        for t in [*slots, monitor]:
+            t.start()
+        for t in slots:
+            t.join()
+        self._shutdown.set()
+        self._slots_done.set()
+        monitor.join(timeout=5)
+        self.heartbeat.stop()
+        log.info("worker %s stopped after %.1fs: %s", self.worker_id,
+                    time.monotonic() - started, self.summary())
+        return 0
+
+    def shutdown(self) -> None:
+        """Stop taking work, stop running tasks and release their messages."""
+        self._shutdown.set()
+        with self._lock:
+            for r in self._running.values():
+                r.stop.set()
+
+    def summary(self) -> str:
+        """One line: tasks by outcome."""
+        keys = ("succeeded", "failed", "cancelled", "released", "bad_messages")
+        return ", ".join(f"{k}={self.stats[k]}" for k in keys)
+
+    def running_tasks(self) -> list[str]:
+        """Keys of the tasks running now."""
+        with self._lock:
+            return sorted(self._running)
+
+    # -- slots -------------------------------------------------------------------------
+    def _slot(self) -> None:
+        backoff = 0.05
+        while not self._shutdown.is_set():
+            try:
+                # the backend long-polls: a message arriving mid-wait is taken at once
+                msgs = self.queue.receive(1, self.settings.visibility_timeout, wait_s=backoff)
+            except DagqError as exc:  # a store hiccup must not cost the worker a slot
+                log.warning("receiving from queue %r failed (retrying): %s", self.queue_name, exc)
+                self._shutdown.wait(max(backoff, 1.0))
+                continue
+            if not msgs:
+                backoff = min(backoff * 2, max(self.settings.max_idle_backoff, 0.05))
+                if self._idle_expired():
+                    self._shutdown.set()
+                continue
+            backoff = 0.05
+            self._touch()
+            if self._shutdown.is_set():
+                self.queue.release(msgs[0])
+                break
+            try:
+                self._handle(msgs[0])
+            except Exception:  # the message reappears after its visibility timeout
+                log.exception("handling %s failed; it will be delivered again", msgs[0].id)
+            self._touch()
+
+    def _touch(self) -> None:
+        self._last_active = time.monotonic()
+
+    def _idle_expired(self) -> bool:
+        if self.idle_timeout is None:
+            return False
+        with self._lock:
+            busy = bool(self._running)
+        return not busy and time.monotonic() - self._last_active >= self.idle_timeout
+
+    def _handle(self, msg: Message) -> None:
+        try:
+            task = decode_task(msg.body)
+        except BadMessage as exc:
+            log.warning("dead-lettering malformed task message %s: %s", msg.id, exc)
+            self.queue.dead_letter(msg, str(exc))
+            self.stats["bad_messages"] += 1
+            return
+        if msg.delivery_count >= self.settings.max_deliveries:
+            self._give_up(msg, task)
+            return
+        run = _Running(msg, task, hidden_until=time.monotonic()
+                       + self.settings.visibility_timeout,
+                       next_cancel_check=time.monotonic() + self.settings.cancel_poll_interval)
+        with self._lock:
+            self._running[task.key] = run
+        try:
+            self._execute(run)
+        finally:
+            with self._lock:
+                self._running.pop(task.key, None)
+
+    def _give_up(self, msg: Message, task: TaskMessage) -> None:
+        """Fail an attempt whose message keeps coming back without a result (its workers
+        died each time, e.g. killed for memory): report it instead of letting the queue
+        dead-letter it, which would leave the workflow waiting for ever."""
+        error = (f"attempt {task.attempt} was delivered {msg.delivery_count} times without "
+                 "finishing (the worker running it died or was killed each time; "
+                 f"DAGQ_MAX_DELIVERIES={self.settings.max_deliveries})")
+        log.warning("failing %s: %s", task.key, error)
+        completion = CompletionMessage(task.workflow_id, task.task, task.attempt,
+                                       success=False, error=error, worker=self.worker_id)
+        self.completions.send(completion.encode(), message_id=f"{task.key}/done",
+                              session_id=task.workflow_id)
+        self.queue.delete(msg)
+        self.stats["failed"] += 1
+        self.stats["poisoned"] += 1
+
+    def _execute(self, run: _Running) -> None:
+        task = run.task
+        workdir = Path(tempfile.mkdtemp(prefix="dagq-task-"))
+        gpus = self.gpu_pool.acquire() if self.gpu_pool else None
+        try:
+            try:
+                ctx = self._context(run, workdir, gpus)
+            except StoreUnavailable:
+                raise
+            except DagqError as exc:  # e.g. a corrupt or missing upstream output
+                ctx = self._context(run, workdir, gpus, resolve=False)
+                outcome = Outcome(False, f"could not prepare the task's inputs: {exc}")
+            else:
+                sync = self._start_dirsync(task)
+                try:
+                    outcome = self._run_processor(ctx)
+                finally:
+                    if sync is not None:
+                        self._finish_dirsync(sync)
+            if outcome.stopped and self._shutdown.is_set() and not run.cancelled:
+                self.queue.release(run.end_lease())
+                self.stats["released"] += 1
+                log.info("released %s for another worker (shutting down)", task.key)
+                return
+            if run.cancelled:
+                outcome = Outcome(False, "cancelled: the workflow was cancelled", stopped=True)
+            completion = self._completion(task, outcome, ctx)
+            crash_point("worker_before_complete")
+            self.completions.send(completion.encode(), message_id=f"{task.key}/done",
+                                  session_id=task.workflow_id)
+            crash_point("worker_after_complete")
+            self.queue.delete(run.end_lease())
+            self.stats["cancelled" if run.cancelled else
+                       "succeeded" if completion.success else "failed"] += 1
+        finally:
+            if gpus is not None and self.gpu_pool is not None:
+                self.gpu_pool.release(gpus)
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _context(self, run: _Running, workdir: Path, gpus: list[str] | None,
+                 resolve: bool = True) -> TaskContext:
+        task = run.task
+        inputs = self._resolve_inputs(task) if resolve else {}
+        inputs_file = workdir / "inputs.json"
+        inputs_file.write_text(json.dumps(inputs))
+        output_file = workdir / "output.json"
+        env = dict(self._task_env)
+        env.update({
+            "DAGQ_WORKFLOW_ID": task.workflow_id, "DAGQ_TASK": task.task,
+            "DAGQ_ATTEMPT": str(task.attempt), "DAGQ_OUTPUT_FILE": str(output_file),
+            "DAGQ_INPUTS_FILE": str(inputs_file), "DAGQ_PARAMS": json.dumps(task.params),
+        })
+        if gpus is not None:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        safe = task.key.replace("/", "__")
+        return TaskContext(
+            message=task, env=env, workdir=workdir, output_file=output_file,
+            inputs_file=inputs_file, log_path=self.log_dir / f"{safe}.log", stop=run.stop,
+            kill_timeout=self.settings.kill_timeout,
+        )
+
+    def _resolve_inputs(self, task: TaskMessage) -> dict[str, Any]:
+        raw = task.inputs
+        if task.inputs_ref is not None:
+            raw = json.loads(fetch_verified(self.backend, task.inputs_ref))
+        out: dict[str, Any] = {}
+        for name, value in raw.items():
+            ref = ref_from_json(value)
+            out[name] = json.loads(fetch_verified(self.backend, ref)) if ref else value
+        return out
+
+    def _start_dirsync(self, task: TaskMessage) -> DirSync | None:
+        """A started ``DirSync`` if the task asks for one (a bad spec is logged, not fatal)."""
+        value = task.kwargs.get("bg_dirsync_to")
+        if value is None:
+            return None
+        cwd = task.kwargs.get("cwd")
+        try:
+            spec = parse_spec(value, task=task.task, cwd=str(cwd) if cwd else None,
+                              default_every=self.dirsync_interval)
+        except TaskError as exc:
+            log.error("%s: not syncing a directory: %s", task.key, exc)
+            return None
+        sync = DirSync(self.backend.outputs, spec.path, dir_prefix(task.workflow_id, spec.name),
+                       spec.every_s, label=task.key)
+        sync.start()
+        return sync
+
+    def _finish_dirsync(self, sync: DirSync) -> None:
+        sync.stop()
+        self.stats["dirsync_uploads"] += sync.uploads
+        self.stats["dirsync_unchanged"] += sync.unchanged
+        self.stats["dirsync_errors"] += sync.errors
+        log.info("dirsync %s -> %s: %d file(s) uploaded, %d unchanged, %d failed round(s)",
+                 sync.local, sync.prefix, sync.uploads, sync.unchanged, sync.errors)
+
+    def _run_processor(self, ctx: TaskContext) -> Outcome:
+        for proc in self.processors:
+            if proc.handles(ctx.message):
+                try:
+                    return proc.run(ctx)
+                except Exception as exc:  # a processor bug fails the task, not the worker
+                    log.exception("processor %s crashed on %s", type(proc).__name__,
+                                  ctx.message.key)
+                    return Outcome(False, f"processor {type(proc).__name__} crashed: {exc!r}")
+        return Outcome(False, "no processor on this worker can run this task "
+                              "(it has neither kwargs.cmd nor kwargs.call)")
+
+    def _completion(self, task: TaskMessage, outcome: Outcome,
+                    ctx: TaskContext) -> CompletionMessage:
+        output: Any = None
+        ref: OutputRef | None = None
+        success, error = outcome.success, outcome.error
+        if success and ctx.output_file.exists() and ctx.output_file.stat().st_size > 0:
+            data = ctx.output_file.read_bytes()
+            try:
+                value = json.loads(data)
+            except ValueError as exc:
+                success, error = False, (f"the task's output file ($DAGQ_OUTPUT_FILE) is not "
+                                         f"valid JSON: {exc}; write one JSON value")
+            else:
+                if len(data) <= INLINE_OUTPUT_LIMIT:
+                    output = value
+                else:
+                    name = f"outputs/{task.workflow_id}/{task.task}/{task.attempt}.json"
+                    ref = OutputRef(name, self.backend.outputs.put(name, data), len(data))
+        return CompletionMessage(
+            task.workflow_id, task.task, task.attempt, success=success, output=output,
+            output_ref=ref, error=error, worker=self.worker_id,
+        )
+
+    # -- monitor -----------------------------------------------------------------------
+    def _monitor(self) -> None:
+        vis = self.settings.visibility_timeout
+        next_beat = time.monotonic() + self.heartbeat.interval
+        # runs until the slots are done, not just until shutdown: a draining task keeps
+        # its message hidden for as long as it takes to honour SIGTERM
+        while not self._slots_done.wait(0.2):
+            now = time.monotonic()
+            with self._lock:
+                running = list(self._running.values())
+            for r in running:
+                if now > r.hidden_until - vis / 2:
+                    self._extend(r, now)
+                if now >= r.next_cancel_check:
+                    r.next_cancel_check = now + self.settings.cancel_poll_interval
+                    self._check_cancel(r)
+            if now >= next_beat:
+                next_beat = now + self.heartbeat.interval
+                self.heartbeat.beat(self.running_tasks())
+
+    def _extend(self, r: _Running, now: float) -> None:
+        try:
+            with r.lease:
+                if r.finished:
+                    return
+                r.message = self.queue.extend(r.message, self.settings.visibility_timeout)
+                r.hidden_until = now + self.settings.visibility_timeout
+        except NotFound:
+            log.warning("lost the lease on %s; another worker may run it too", r.task.key)
+        except DagqError as exc:
+            log.warning("could not extend %s: %s", r.task.key, exc)
+
+    def _check_cancel(self, r: _Running) -> None:
+        try:
+            row = self.backend.index.get(r.task.workflow_id)
+        except DagqError:
+            return
+        if row.cancel_requested or row.status == "cancelled":
+            log.info("workflow %s cancelled: stopping %s", r.task.workflow_id, r.task.key)
+            r.cancelled = True
+            r.stop.set()
+
+
+def _task_env(settings: Settings) -> dict[str, str]:
+    """The worker's environment plus store settings made absolute for task processes."""
+    env = dict(os.environ)
+    # tasks find the worker's Python (and its dagq helpers) first on PATH
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    store = settings.store
+    if store.startswith("sqlite:"):
+        store = "sqlite:" + str(Path(store[len("sqlite:"):]).resolve())
+    env["DAGQ_STORE"] = store
+    if settings.queues:
+        env["DAGQ_QUEUES"] = settings.queues
+    env.pop("DAGQ_CRASH_AT", None)
+    return env

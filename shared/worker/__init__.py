@@ -1,5 +1,0 @@
-"""The dagq worker: runs task messages from one queue through processors."""
-
-from shared.worker.processors import Outcome, Processor, TaskContext
-
-__all__ = ["Outcome", "Processor", "TaskContext"]
