@@ -21,8 +21,7 @@ from typing import TypeVar
 
 from dagq.core import engine
 from dagq.core.engine import Completion
-from dagq.core.engine.codec import clear_definition_cache
-from dagq.core.engine.state import dumps, loads
+from dagq.core.engine.codec import clear_definition_cache, dumps, loads
 from dagq.core.model import TaskDef, WorkflowDef
 
 T = TypeVar("T")

@@ -27,12 +27,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dagq.backends.wiring import backend_from_settings  # noqa: E402
 from dagq.client import WorkflowClient  # noqa: E402
 from dagq.config import Settings  # noqa: E402
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, TaskDef, WorkflowDef  # noqa: E402
 from dagq.protocol.messages import CompletionMessage, decode_task  # noqa: E402
 from dagq.runtime.coordinator import Coordinator  # noqa: E402
+from dagq.wiring import backend_from_settings  # noqa: E402
 
 DAGQ = str(Path(sys.executable).parent / "dagq")
 
@@ -100,7 +100,7 @@ def synthetic(settings: Settings, n: int) -> tuple[float, int]:
     """Coordinator-only completions/s: workers are replaced by instant synthetic completions."""
     backend = backend_from_settings(settings)
     client = WorkflowClient(backend)
-    coord = Coordinator(backend, settings)
+    coord = Coordinator(backend, settings, children=WorkflowClient(backend))
     wf_id = client.submit(fan(n)).id
     tasks = backend.queues.get("default")
     completions = backend.queues.get("completions")
@@ -122,7 +122,6 @@ def synthetic(settings: Settings, n: int) -> tuple[float, int]:
             applied += handled
             handled = coord.step()
         elapsed += time.perf_counter() - t0
-    coord.close()
     return elapsed, applied
 
 

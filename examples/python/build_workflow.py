@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 
 from dagq.compose import Chain, Group, WithDelay, Workflow, task
-
 from examples.python.steps import load_data, pick_best, report, train
 
 
@@ -45,9 +44,9 @@ def main() -> None:
     parser.add_argument("--submit", action="store_true", help="submit to DAGQ_STORE")
     workflow = build()
     if parser.parse_args().submit:
-        from dagq.backends.wiring import backend_from_settings
         from dagq.client import WorkflowClient
         from dagq.config import Settings
+        from dagq.wiring import backend_from_settings
 
         print(workflow.submit(WorkflowClient(backend_from_settings(Settings.from_env()))))
     else:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dagq.core import engine
-from dagq.core.engine.state import WorkflowState, dumps, loads
+from dagq.core.engine import WorkflowState, dumps, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
 from dagq.core.parse import definition_hash
 from dagq.core.transforms import sequentialize_fan_in
@@ -32,10 +32,9 @@ from dagq.errors import (
     WorkflowNotFound,
 )
 from dagq.ports import Backend, IndexRow
+from dagq.protocol import names
 from dagq.protocol.messages import ControlAction, ControlMessage
-
-COMPLETIONS = "completions"
-"""Logical name of the completion queue."""
+from dagq.protocol.outputs import fetch_verified
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,199}$")
 
@@ -139,11 +138,13 @@ class WorkflowClient:
             self.backend.index.request_cancel(workflow_id)
         except NotFound:
             raise WorkflowNotFound(f"no workflow with id {workflow_id!r}") from None
-        self._control(workflow_id, "cancel", request_id=f"{workflow_id}/{uuid.uuid4().hex[:12]}")
+        self._control(workflow_id, "cancel",
+                      request_id=names.request_id(workflow_id, "cancel", uuid.uuid4().hex[:12]))
         for row in self.descendants(workflow_id):
             if row.status not in TERMINAL_WORKFLOW_STATUSES:
                 self.backend.index.request_cancel(row.id)
-                self._control(row.id, "cancel", request_id=f"{row.id}/{uuid.uuid4().hex[:12]}")
+                self._control(row.id, "cancel",
+                              request_id=names.request_id(row.id, "cancel", uuid.uuid4().hex[:12]))
 
     def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
               request_id: str | None = None) -> str:
@@ -153,11 +154,12 @@ class WorkflowClient:
         """
         self.row(workflow_id)
         self.backend.index.request_cancel(workflow_id, requested=False)
-        request_id = request_id or f"{workflow_id}/retry/{uuid.uuid4().hex[:12]}"
+        request_id = request_id or names.request_id(workflow_id, "retry", uuid.uuid4().hex[:12])
         body = ControlMessage(workflow_id, "retry", request_id,
                               parent.attempt if parent else None).encode()
-        self.backend.queues.get(COMPLETIONS).send(body, message_id=request_id,
-                                                  session_id=workflow_id)
+        self.backend.queues.get(names.COMPLETIONS).send(
+            body, message_id=names.control_id(request_id, "retry"),
+            session_id=names.session_id(workflow_id))
         return request_id
 
     def descendants(self, workflow_id: str) -> list[IndexRow]:
@@ -180,9 +182,9 @@ class WorkflowClient:
     def _control(self, workflow_id: str, action: ControlAction, request_id: str,
                  delay_s: float = 0.0) -> None:
         body = ControlMessage(workflow_id, action, request_id).encode()
-        self.backend.queues.get(COMPLETIONS).send(
-            body, delay_s=delay_s, message_id=f"{request_id}/{action}",
-            session_id=workflow_id,
+        self.backend.queues.get(names.COMPLETIONS).send(
+            body, delay_s=delay_s, message_id=names.control_id(request_id, action),
+            session_id=names.session_id(workflow_id),
         )
 
     # -- inspection --------------------------------------------------------------------
@@ -245,17 +247,6 @@ class WorkflowClient:
     def fetch_output(self, ref: OutputRef) -> Any:
         """Load a stored output and verify its MD5."""
         return json.loads(fetch_verified(self.backend, ref))
-
-
-def fetch_verified(backend: Backend, ref: OutputRef) -> bytes:
-    """Bytes of ``ref`` from output storage, checked against its MD5."""
-    import hashlib
-
-    data = backend.outputs.get(ref.name)
-    digest = hashlib.md5(data, usedforsecurity=False).hexdigest()
-    if digest != ref.md5:
-        raise TaskError(f"output {ref.name} is corrupt: MD5 {digest} != expected {ref.md5}")
-    return data
 
 
 def row_summary(row: IndexRow) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from dagq.backends import registry
 from dagq.errors import ConfigError
 
 DEFAULT_STORE = "sqlite:.dagq/dagq.db"
@@ -64,6 +65,11 @@ class Settings:
     while its last heartbeat is younger than three intervals."""
     max_request_bytes: int = 16 * 1024 * 1024
     """``DAGQ_MAX_REQUEST_BYTES``: largest HTTP request body accepted."""
+    pool_size: int = 16
+    """``DAGQ_POOL_SIZE``: HTTP connections per Azure service client."""
+    dirsync_interval: float = 5.0
+    """``DAGQ_DIRSYNC_INTERVAL``: seconds between ``bg_dirsync_to`` rounds unless a task's
+    ``every_s`` says otherwise."""
 
     @classmethod
     def from_env(
@@ -86,24 +92,14 @@ class Settings:
 
     def check(self) -> None:
         """Raise ``ConfigError`` if a value is unusable."""
-        if not (self.store.startswith("sqlite:") or self.store.startswith("azure://")):
-            raise ConfigError(
-                f"DAGQ_STORE={self.store!r} is not a store URL: use 'sqlite:PATH' "
-                "(e.g. sqlite:.dagq/dagq.db) or 'azure://ACCOUNT/PREFIX' "
-                "(e.g. azure://mystorageacct/ml)"
-            )
-        if self.queues is not None and not self.queues.startswith("sb://"):
-            raise ConfigError(
-                f"DAGQ_QUEUES={self.queues!r} is not a Service Bus URL: use 'sb://NAMESPACE' "
-                "(e.g. sb://my-namespace) or leave it unset to keep queues in the store"
-            )
-        for name in ("batch_size", "max_deliveries", "max_request_bytes"):
+        registry.check_urls(self.store, self.queues)
+        for name in ("batch_size", "max_deliveries", "max_request_bytes", "pool_size"):
             if getattr(self, name) < 1:
                 example = getattr(Settings, name)
                 raise ConfigError(f"DAGQ_{name.upper()}={getattr(self, name)} must be at least "
                                   f"1 (e.g. DAGQ_{name.upper()}={example})")
         for name in ("visibility_timeout", "cancel_poll_interval", "sweep_interval",
-                     "heartbeat_interval", "index_interval"):
+                     "heartbeat_interval", "index_interval", "dirsync_interval"):
             if getattr(self, name) <= 0:
                 example = getattr(Settings, name)
                 raise ConfigError(f"DAGQ_{name.upper()}={getattr(self, name)} must be above 0 "

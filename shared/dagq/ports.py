@@ -13,7 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from dagq.core.engine import ParentLink
+    from dagq.core.model import WorkflowDef
 
 
 @dataclass
@@ -252,4 +256,30 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+        ...
+
+
+class ChildWorkflows(Protocol):
+    """What the runtime needs to start, retry and cancel child workflows.
+
+    The coordinator's dispatcher uses this narrow port instead of the user-facing client
+    (``dagq.client.WorkflowClient`` implements it).
+    """
+
+    def submit(self, defn: WorkflowDef, *, workflow_id: str, parent: ParentLink,
+               start_delay_s: float = 0.0) -> object:
+        """Store child workflow ``defn`` as ``workflow_id`` (idempotent) and start it."""
+        ...
+
+    def retry(self, workflow_id: str, *, parent: ParentLink | None = None,
+              request_id: str | None = None) -> str:
+        """Retry what failed in ``workflow_id``, re-attached to ``parent``."""
+        ...
+
+    def cancel(self, workflow_id: str) -> None:
+        """Cancel ``workflow_id`` and its descendants."""
+        ...
+
+    def descendants(self, workflow_id: str) -> list[IndexRow]:
+        """Index rows of every child workflow below ``workflow_id``."""
         ...

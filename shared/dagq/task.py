@@ -139,7 +139,7 @@ def fetch_dir(task: str | None = None, dest: str | Path = ".",
 
 @functools.lru_cache(maxsize=1)
 def _backend() -> Backend:
-    from dagq.backends.wiring import backend_from_settings
     from dagq.config import Settings
+    from dagq.wiring import backend_from_settings
 
     return backend_from_settings(Settings.from_env())

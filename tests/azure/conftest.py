@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
 from dagq.backends.azure import AzureBackend, open_azure_backend
 
 Opener = Callable[..., AzureBackend]

@@ -7,6 +7,7 @@ import hashlib
 import pytest
 from azure.data.tables import TableClient
 from azure.storage.blob import BlobClient
+
 from dagq.backends.azure import AzureBackend
 from dagq.errors import NotFound
 from dagq.ports import IndexRow

@@ -7,11 +7,11 @@ import socket
 from typing import Any
 
 import pytest
+
 from dagq.backends import open_backend
 from dagq.backends.azure import open_azure_backend
 from dagq.errors import ConfigError, StoreUnavailable
 from dagq.ports import Backend
-
 from tests.fixtures.azurite import ACCOUNT
 
 

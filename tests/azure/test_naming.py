@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from dagq.backends.azure.naming import (
     escape_key,
     fold,
@@ -13,8 +16,6 @@ from dagq.backends.azure.naming import (
     unescape_key,
 )
 from dagq.errors import ConfigError
-from hypothesis import given
-from hypothesis import strategies as st
 
 CONTAINER_OR_QUEUE = re.compile(r"^(?=.{3,63}$)[a-z0-9]+(-[a-z0-9]+)*$")
 TABLE = re.compile(r"^[A-Za-z][A-Za-z0-9]{2,62}$")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from dagq.backends.azure import AzureBackend
 from dagq.backends.azure.transport import classify
 from dagq.ports import IndexRow

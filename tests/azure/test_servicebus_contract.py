@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from azure.servicebus.management import ServiceBusAdministrationClient
+
 from dagq.backends.azure import open_azure_backend
 from dagq.ports import Backend
-
 from tests.contract.factories import MAX_DELIVERIES, BackendFactory, ContractEnv
 from tests.contract.test_contract_queue import *  # noqa: F403
 from tests.contract.test_contract_queue_delivery import *  # noqa: F403

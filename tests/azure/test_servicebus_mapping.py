@@ -10,6 +10,7 @@ import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusReceivedMessage
 from azure.servicebus._pyamqp.message import Header, Properties
 from azure.servicebus._pyamqp.message import Message as AmqpMessage
+
 from dagq.backends.azure import open_azure_backend
 from dagq.backends.azure.servicebus import (
     ID_PROPERTY,

@@ -7,10 +7,10 @@ import json
 
 import pytest
 from azure.storage.queue import QueueClient
+
 from dagq.backends.azure import AzureBackend
 from dagq.backends.azure.storage_queue import FRAME, MAX_BODY, frame, unframe
 from dagq.errors import StoreError
-
 from tests.fixtures.azurite import ACCOUNT
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from dagq.backends import open_backend
 from dagq.backends.sqlite import SqliteBackend
 from dagq.backends.sqlite.db import ABOVE_ALL_TEXT, SCHEMA_VERSION, prefix_upper_bound
@@ -27,7 +28,7 @@ def backend(tmp_path: Path) -> Iterator[SqliteBackend]:
 @pytest.mark.parametrize("url", ["sqlite:{d}/a/b/store.db", "sqlite://{d}/a/b/store.db"])
 def test_open_backend_creates_the_file_and_its_directories(tmp_path: Path, url: str) -> None:
     backend = open_backend(url.format(d=tmp_path), max_deliveries=4, connection_string=None,
-                           some_azure_option="ignored")
+                           pool_size=4)  # an Azure option: typed, and unused here
     assert isinstance(backend, SqliteBackend)
     backend.states.create("wf", b"x")
     backend.close()
@@ -41,6 +42,11 @@ def test_open_backend_rejects_bad_urls_naming_the_setting(url: str) -> None:
     assert "DAGQ_STORE" in str(err.value)
     assert repr(url) in str(err.value)
     assert "sqlite:.dagq/dagq.db" in str(err.value)
+
+
+def test_unknown_backend_options_are_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="some_azure_option"):
+        open_backend(f"sqlite:{tmp_path}/s.db", some_azure_option="typo")
 
 
 def test_separate_queues_need_an_azure_store(tmp_path: Path) -> None:

@@ -8,11 +8,11 @@ import sys
 import time
 from pathlib import Path
 
-from dagq.backends.wiring import backend_from_settings
 from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.core.model import TaskDef, WorkflowDef
 from dagq.runtime.coordinator import Coordinator
+from dagq.wiring import backend_from_settings
 
 DAGQ = str(Path(sys.executable).parent / "dagq")
 
@@ -24,7 +24,7 @@ def test_doctor_flags_overdue_tasks_and_queues_without_workers(tmp_path: Path) -
     defn = WorkflowDef("late", (TaskDef("slow", {"cmd": "sleep 60"}, timeout_s=0.2,
                                         queue="nobody"),))
     wf_id = WorkflowClient(backend).submit(defn).id
-    coord = Coordinator(backend, settings)
+    coord = Coordinator(backend, settings, children=WorkflowClient(backend))
     for _ in range(5):  # apply the start message: the task is dispatched (running)
         coord.step()
     assert WorkflowClient(backend).row(wf_id).status == "running"

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from dagq.backends import open_backend
 from dagq.client import WorkflowClient
 from dagq.compose import Chain, Group, Task, WithDelay, Workflow, task
 from dagq.core.model import TaskDef, WorkflowDef
 from dagq.errors import DefinitionError
-
 from tests.compose import sample_tasks
 from tests.compose.sample_tasks import Shouter, add, numbers, scale, total
 

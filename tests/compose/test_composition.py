@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+
 from dagq.compose import Chain, Group, Step, WithDelay, Workflow, task
 from dagq.core.model import WorkflowDef
 from dagq.core.parse import definition_to_dict, load_definition
 from dagq.errors import DefinitionError
-
 from tests.compose.sample_tasks import add, numbers, scale, total
 
 

@@ -24,7 +24,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from dagq.ports import Backend  # noqa: E402
-
 from tests.contract.factories import MAX_DELIVERIES, SQLITE, BackendFactory, ContractEnv  # noqa: E402
 
 OPTIONAL_MODULES: list[str] = ["tests.fixtures.azurite"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from dagq.backends import open_backend
 from dagq.ports import Backend
 

@@ -6,6 +6,7 @@ import hashlib
 import threading
 
 import pytest
+
 from dagq.errors import AlreadyExists, NotFound, PreconditionFailed
 from dagq.ports import Backend
 

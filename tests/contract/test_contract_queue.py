@@ -10,9 +10,9 @@ import contextlib
 import time
 
 import pytest
+
 from dagq.errors import NotFound
 from dagq.ports import Backend, Message, Queue
-
 from tests.contract.factories import MAX_DELIVERIES, BackendFactory
 
 LONG = 30.0

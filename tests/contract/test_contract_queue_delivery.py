@@ -6,8 +6,8 @@ import threading
 import time
 
 import pytest
-from dagq.ports import Backend, Message, Queue
 
+from dagq.ports import Backend, Message, Queue
 from tests.contract.factories import MAX_DELIVERIES
 from tests.contract.helpers import eventually
 

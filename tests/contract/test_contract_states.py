@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from dagq.errors import AlreadyExists, NotFound, PreconditionFailed
 from dagq.ports import Backend
 

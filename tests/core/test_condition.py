@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from dagq.core.condition import Condition, cached_condition, compile_condition
 from dagq.core.model import OutputRef
 from dagq.errors import ConditionError
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def ev(expr: str, inputs: dict[str, Any]) -> tuple[bool, str | None]:

@@ -6,10 +6,11 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from itertools import islice, pairwise
 
 import pytest
-from dagq.core.schedule.cron import MACROS, CronExpr, parse_cron, parse_timezone
-from dagq.errors import CronError
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
+from dagq.core.schedule.cron import MACROS, CronExpr, parse_cron, parse_timezone
+from dagq.errors import CronError
 
 BERLIN = parse_timezone("Europe/Berlin")
 NEW_YORK = parse_timezone("America/New_York")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from dagq.core import engine
 from dagq.core.engine import Completion, WorkflowState
 from dagq.core.model import OutputRef, SubWorkflow, TaskDef, WorkflowDef

@@ -16,12 +16,13 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from dagq.core import engine
-from dagq.core.engine import Completion, WorkflowState
-from dagq.core.engine.state import dumps, loads
-from dagq.core.model import DepPolicy, TaskDef, WorkflowDef
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from dagq.core import engine
+from dagq.core.engine import Completion, WorkflowState
+from dagq.core.engine.codec import dumps, loads
+from dagq.core.model import DepPolicy, TaskDef, WorkflowDef
 
 SEEDS = st.integers(0, 2**32 - 1)
 """The delivery schedule comes from a seeded generator: far fewer draws than drawing

@@ -7,6 +7,7 @@ import textwrap
 from typing import Any
 
 import pytest
+
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.parse import (
     canonical_json,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+
 from dagq.core.schedule.policy import (
     ScheduleSpec,
     TickDecision,

@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+
 from dagq.core.model import TaskDef, WorkflowDef
 from dagq.core.parse import (
     TASK_FIELDS,

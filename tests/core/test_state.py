@@ -5,10 +5,11 @@ from __future__ import annotations
 import zlib
 
 import pytest
+
 from dagq.core import engine
 from dagq.core.engine import Completion, WorkflowState
+from dagq.core.engine.codec import FORMAT_VERSION, dumps, loads
 from dagq.core.engine.defcodec import def_from_json, def_to_json
-from dagq.core.engine.state import FORMAT_VERSION, dumps, loads
 from dagq.core.model import OutputRef, SubWorkflow, TaskDef, WorkflowDef
 from dagq.errors import DefinitionError
 

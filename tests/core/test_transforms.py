@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.transforms import (
     cycle_through,

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import pytest
+
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.rules import queue_problem, task_name_problem
 from dagq.core.validate import validate

@@ -8,8 +8,8 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from dagq.backends import open_backend
 
+from dagq.backends import open_backend
 from tests.e2e.harness import SCRIPTS, Dagq, eventually, executions, pid_alive, step
 from tests.e2e.workloads import CASCADE_TASKS, condition_tasks
 

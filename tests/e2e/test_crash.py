@@ -10,11 +10,11 @@ import signal
 from dataclasses import dataclass
 
 import pytest
-from dagq.backends import open_backend
-from dagq.client import COMPLETIONS
-from dagq.core.engine.state import loads
-from dagq.protocol.messages import CompletionMessage
 
+from dagq.backends import open_backend
+from dagq.core.engine.codec import loads
+from dagq.protocol.messages import CompletionMessage
+from dagq.protocol.names import COMPLETIONS
 from tests.e2e.harness import REPO, Dagq, eventually, executions, kill_pidfile, step
 from tests.e2e.workloads import check_mix, check_runs, define_mix
 

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagq.compose import Chain, Group, Workflow, task
 
+from dagq.compose import Chain, Group, Workflow, task
 from examples.python.build_workflow import build as build_example
 from tests.compose.sample_tasks import add, boom, fetch, numbers, scale, sleeper, total
 from tests.e2e.harness import REPO, Dagq, eventually, pid_alive

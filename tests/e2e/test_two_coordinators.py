@@ -7,13 +7,14 @@ import time
 from pathlib import Path
 
 import pytest
+
 from dagq.backends import open_backend
-from dagq.client import COMPLETIONS, WorkflowClient
+from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
 from dagq.config import Settings
 from dagq.protocol.messages import CompletionMessage
+from dagq.protocol.names import COMPLETIONS
 from dagq.runtime.coordinator import Coordinator
-
 from tests.e2e.harness import Dagq
 from tests.e2e.workloads import check_mix, check_runs, define_mix
 
@@ -49,7 +50,9 @@ def test_a_stale_cache_never_drops_a_completion(tmp_path: Path) -> None:
     defn.write_text("name: chain\ntasks:\n  - name: a\n  - name: b\n    depends_on: [a]\n")
     settings = Settings(store=store)
     a_backend, b_backend = open_backend(store), open_backend(store)
-    coord_a, coord_b = Coordinator(a_backend, settings), Coordinator(b_backend, settings)
+    coord_a, coord_b = (
+        Coordinator(a_backend, settings, children=WorkflowClient(a_backend)),
+        Coordinator(b_backend, settings, children=WorkflowClient(b_backend)))
     client = WorkflowClient(a_backend)
     wf = client.submit(load_file(defn)).id
     completions = a_backend.queues.get(COMPLETIONS)

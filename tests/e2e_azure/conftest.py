@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from dagq.backends import open_backend
 from dagq.ports import Backend
-
 from tests.e2e.harness import DAGQ, Dagq
 
 AZURE_ENV: dict[str, str] = {

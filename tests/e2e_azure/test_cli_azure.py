@@ -12,9 +12,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from dagq.core.engine.state import loads
-from dagq.ports import Backend
 
+from dagq.core.engine.codec import loads
+from dagq.ports import Backend
 from tests.e2e.harness import TERMINAL, Dagq, eventually, executions, pid_alive, step
 from tests.e2e.workloads import CASCADE_TASKS, condition_tasks
 

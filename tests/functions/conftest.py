@@ -19,7 +19,6 @@ from dagq.functions.http_api import http_blueprint  # noqa: E402
 from dagq.functions.runtime import Runtime  # noqa: E402
 from dagq.functions.timers import timers_blueprint  # noqa: E402
 from dagq.ports import Backend  # noqa: E402
-
 from tests.functions.host import Handler, app_of, user_functions  # noqa: E402
 
 STORES = [pytest.param("sqlite", id="sqlite"),

@@ -10,8 +10,9 @@ from typing import Any
 import azure.functions as func
 from azure.functions.queue import QueueMessage
 from azure.functions.servicebus import ServiceBusMessage
-from dagq.client import COMPLETIONS
+
 from dagq.ports import Backend, Message
+from dagq.protocol.names import COMPLETIONS
 
 Handler = Callable[..., Any]
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dagq.client import COMPLETIONS, WorkflowClient
+from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.core.parse import load_definition
 from dagq.ports import Backend
 from dagq.protocol.messages import CompletionMessage, ControlMessage
+from dagq.protocol.names import COMPLETIONS
 from dagq.runtime.coordinator import Coordinator
 
 ONE = "name: one\ntasks:\n  - {name: t, kwargs: {cmd: 'true'}}\n"
@@ -16,7 +17,7 @@ def test_groups_applies_and_reports_without_settling(backend: Backend) -> None:
     client = WorkflowClient(backend)
     ids = [client.submit(load_definition(ONE), workflow_id=f"w{i}").id for i in range(2)]
     queued = backend.queues.get(COMPLETIONS).approximate_count()
-    coord = Coordinator(backend, Settings())
+    coord = Coordinator(backend, Settings(), children=WorkflowClient(backend))
     bodies: list[tuple[str, bytes | str]] = [
         ("s0", ControlMessage(ids[0], "start", f"{ids[0]}/start").encode()),
         ("bad", b"{"),
@@ -33,4 +34,3 @@ def test_groups_applies_and_reports_without_settling(backend: Backend) -> None:
     assert client.summary(ids[1])["status"] == "running"
     # nothing was received or deleted: settling is the trigger's job
     assert backend.queues.get(COMPLETIONS).approximate_count() == queued
-    coord.close()

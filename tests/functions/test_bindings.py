@@ -13,12 +13,12 @@ from typing import Any
 
 import azure.functions as func
 import pytest
+from openapi_spec_validator import validate as validate_openapi
+
 from dagq.config import Settings
 from dagq.errors import ConfigError
 from dagq.functions import build_blueprints, coordinator_trigger
 from dagq.functions.http_api import openapi_document
-from openapi_spec_validator import validate as validate_openapi
-
 from tests.functions.host import app_of
 
 ROOT = Path(__file__).resolve().parents[2]

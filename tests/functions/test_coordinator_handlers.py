@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from azure.functions.queue import QueueMessage
 from azure.functions.timer import TimerRequest
-from dagq.client import COMPLETIONS, WorkflowClient
+
+from dagq.client import WorkflowClient
 from dagq.core.parse import load_definition
 from dagq.errors import PreconditionFailed
 from dagq.functions.completions import RedeliverLater
@@ -20,7 +21,7 @@ from dagq.functions.runtime import Runtime
 from dagq.functions.timers import timers_blueprint
 from dagq.ports import Backend, StateStore
 from dagq.protocol.messages import CompletionMessage, decode_task
-
+from dagq.protocol.names import COMPLETIONS
 from tests.functions.host import (
     Handler,
     app_of,

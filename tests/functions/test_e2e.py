@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from azure.functions.timer import TimerRequest
-from dagq.functions.runtime import Runtime
 
+from dagq.functions.runtime import Runtime
 from tests.functions.host import (
     Handler,
     deliver_servicebus,

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from dagq.client import COMPLETIONS
+
 from dagq.functions.http_api import http_blueprint
 from dagq.functions.runtime import Runtime
 from dagq.ports import Backend
 from dagq.protocol.messages import CompletionMessage
-
+from dagq.protocol.names import COMPLETIONS
 from tests.functions.host import (
     Handler,
     app_of,

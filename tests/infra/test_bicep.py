@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from dagq.backends.azure.naming import parse_queues_url, parse_store_url
 from dagq.functions import (
     completion_queue_name,
@@ -23,7 +24,6 @@ from dagq.functions import (
     coordinator_sb,
     coordinator_trigger,
 )
-
 from tests.infra.bicep_eval import Evaluator, Sym, Templates, body_of, parse, path_of
 
 ROOT = Path(__file__).resolve().parents[2]

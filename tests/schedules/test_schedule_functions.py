@@ -12,10 +12,10 @@ from typing import Any
 import azure.functions as func
 import pytest
 from azure.functions.timer import TimerRequest
+
 from dagq.functions.runtime import Runtime
 from dagq.functions.schedules import TICK_SCHEDULE, schedules_blueprint
 from dagq.schedules.store import PARTITION
-
 from tests.functions.host import Handler, app_of, user_functions
 from tests.schedules.conftest import T0, WORKFLOW_YAML, Clock
 

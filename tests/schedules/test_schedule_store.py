@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
 from dagq.backends.sqlite import SqliteBackend
 from dagq.compose.loader import load_file
 from dagq.core.model import TaskDef, WorkflowDef
@@ -21,7 +22,6 @@ from dagq.schedules.store import (
     detail,
     summary,
 )
-
 from tests.schedules.conftest import T0, make_spec
 
 

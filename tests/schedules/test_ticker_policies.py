@@ -11,7 +11,6 @@ from dagq.core.model import TaskDef, WorkflowDef
 from dagq.core.schedule.policy import run_id
 from dagq.schedules.store import HISTORY, ScheduleStore
 from dagq.schedules.ticker import Ticker
-
 from tests.schedules.conftest import T0, Clock, make_spec
 
 H = timedelta(hours=1)

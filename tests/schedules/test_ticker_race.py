@@ -16,7 +16,6 @@ from dagq.core.schedule.policy import run_id
 from dagq.ports import Records
 from dagq.schedules.store import PARTITION, ScheduleStore
 from dagq.schedules.ticker import Fired, Ticker, TickReport
-
 from tests.schedules.conftest import T0, make_spec
 
 MIDNIGHT = T0.replace(second=0)

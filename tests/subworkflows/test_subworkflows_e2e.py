@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dagq.backends.wiring import backend_from_settings
+
 from dagq.client import WorkflowClient
 from dagq.compose import Chain
 from dagq.config import Settings
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
+from dagq.wiring import backend_from_settings
 
 DAGQ = str(Path(sys.executable).parent / "dagq")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "subworkflows"

@@ -17,7 +17,6 @@ from dagq.backends import open_backend
 from dagq.client import WorkflowClient
 from dagq.ports import Backend
 from dagq.worker.heartbeat import PARTITION
-
 from tests.e2e.harness import TERMINAL, Dagq, Proc, eventually
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"

@@ -18,8 +18,9 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from dagq.backends.wiring import backend_from_settings
+
 from dagq.config import Settings
+from dagq.wiring import backend_from_settings
 from dagq.worker.batch_feeder import API_VERSION, tasks_to_add
 
 DAGQ = str(Path(sys.executable).parent / "dagq")

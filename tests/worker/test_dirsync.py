@@ -8,12 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from dagq.backends.sqlite import SqliteBackend
+from dagq.config import Settings
 from dagq.errors import ConfigError, StoreUnavailable, TaskError
 from dagq.ports import OutputStore
 from dagq.worker.dirsync import (
     DirSync,
-    default_interval,
     dir_prefix,
     download_synced,
     list_synced,
@@ -180,8 +181,8 @@ def test_bad_specs_name_the_problem(value: object, message: str) -> None:
 
 
 def test_default_interval_from_the_environment() -> None:
-    assert default_interval({}) == 5.0
-    assert default_interval({"DAGQ_DIRSYNC_INTERVAL": "0.5"}) == 0.5
+    assert Settings.from_env({}).dirsync_interval == 5.0
+    assert Settings.from_env({"DAGQ_DIRSYNC_INTERVAL": "0.5"}).dirsync_interval == 0.5
     for bad in ("0", "-1", "soon"):
-        with pytest.raises(ConfigError, match=f"DAGQ_DIRSYNC_INTERVAL='{bad}' must be"):
-            default_interval({"DAGQ_DIRSYNC_INTERVAL": bad})
+        with pytest.raises(ConfigError, match=r"DAGQ_DIRSYNC_INTERVAL=.*(must|is not a number)"):
+            Settings.from_env({"DAGQ_DIRSYNC_INTERVAL": bad})

@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 import pytest
-from dagq.worker.dirsync import dir_prefix
 
+from dagq.worker.dirsync import dir_prefix
 from tests.e2e.harness import eventually
 from tests.worker.stack import SCRIPTS, Stack, wait_file
 

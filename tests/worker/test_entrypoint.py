@@ -9,8 +9,8 @@ import sys
 from typing import Any
 
 import pytest
-from dagq.worker.heartbeat import LIVE_INTERVALS
 
+from dagq.worker.heartbeat import LIVE_INTERVALS
 from tests.e2e.harness import eventually
 from tests.worker.stack import SCRIPTS, Stack, wait_file
 

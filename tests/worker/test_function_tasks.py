@@ -11,15 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from dagq.protocol.messages import TaskMessage
+from dagq.worker.builtin import default_processors
 from dagq.worker.function_processor import FunctionProcessor
-from dagq.worker.processors import (
-    NoopProcessor,
-    Outcome,
-    ShellProcessor,
-    TaskContext,
-    default_processors,
-)
+from dagq.worker.processors import NoopProcessor, Outcome, ShellProcessor, TaskContext
 
 REPO = Path(__file__).resolve().parents[2]
 MOD = "tests.compose.sample_tasks"

@@ -9,12 +9,12 @@ import time
 
 import click
 
-from dagq.backends.wiring import backend_from_settings
-from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.common import handle_errors, settings_from, store_option
+from dagq.wiring import backend_from_settings
 from dagq.worker.batch_feeder import BatchJob, default_token, feed_once, load_template
 
 
-@cli.command(name="batch-feed")
+@click.command(name="batch-feed")
 @click.argument("queue")
 @click.option("--batch-url", required=True, envvar="DAGQ_BATCH_URL",
               help="Batch account endpoint, e.g. https://ACCOUNT.REGION.batch.azure.com.")
@@ -53,3 +53,7 @@ def batch_feed(ctx: click.Context, queue: str, batch_url: str, job_id: str, task
         if once or stop.wait(interval):
             break
     click.echo(f"batch-feed stopped: added {added_total} worker task(s)", err=True)
+
+
+COMMANDS = (batch_feed,)
+"""The commands this module adds to ``dagq``."""

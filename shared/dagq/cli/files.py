@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from dagq.backends.wiring import backend_from_settings
-from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.cli.render import print_table
 from dagq.client import WorkflowClient
+from dagq.wiring import backend_from_settings
 from dagq.worker.dirsync import dir_prefix, download_synced, list_synced
 
 
-@cli.command()
+@click.command()
 @click.argument("workflow_id", metavar="ID")
 @click.argument("task")
 @click.option("--get", "dest", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -43,3 +43,7 @@ def files(ctx: click.Context, workflow_id: str, task: str, dest: Path | None, as
         print_table(["path", "size", "md5"], [list(e) for e in entries])
     else:
         click.echo(f"no synced files under {dir_prefix(workflow_id, task)}", err=True)
+
+
+COMMANDS = (files,)
+"""The commands this module adds to ``dagq``."""

@@ -14,15 +14,15 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from dagq.backends.wiring import backend_from_settings
-from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, WorkflowDef
 from dagq.ports import Backend
 from dagq.runtime.coordinator import Coordinator
-from dagq.worker.processors import default_processors, load_processor
+from dagq.wiring import backend_from_settings
+from dagq.worker.builtin import default_processors, load_processor
 from dagq.worker.runtime import Worker
 
 
@@ -46,7 +46,7 @@ class LocalRuntime:
     def __init__(self, backend: Backend, settings: Any, queues: set[str], workers: int,
                  processors: tuple[str, ...] = ()) -> None:
         self.stop = threading.Event()
-        self.coordinator = Coordinator(backend, settings)
+        self.coordinator = Coordinator(backend, settings, children=WorkflowClient(backend))
         self.workers = [
             Worker(backend, settings, q, concurrency=workers,
                    processors=[load_processor(p) for p in processors] + default_processors())
@@ -69,10 +69,9 @@ class LocalRuntime:
         self.stop.set()
         for t in self.threads:
             t.join(timeout=10)
-        self.coordinator.close()
 
 
-@cli.command()
+@click.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--id", "workflow_id", default=None, help="Workflow id (idempotent).")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
@@ -156,3 +155,7 @@ def _frames(client: WorkflowClient, wf_id: str,
         line = f"[{elapsed:6.1f}s] {summary['status']}: {counts}" + (
             f" | running: {shown}" if running else "")
         yield summary, Group(head, body), line
+
+
+COMMANDS = (run,)
+"""The commands this module adds to ``dagq``."""

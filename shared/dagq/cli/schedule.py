@@ -11,12 +11,12 @@ from typing import Any
 
 import click
 
-from dagq.backends.wiring import backend_from_settings
-from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.compose.loader import load_file
 from dagq.core.schedule.policy import CATCHUP_POLICIES, OVERLAP_POLICIES, ScheduleSpec
 from dagq.schedules.store import ScheduleStore, detail, summary, utc_text
 from dagq.schedules.ticker import Ticker, TickReport
+from dagq.wiring import backend_from_settings
 
 
 def _store(ctx: click.Context, store: str | None) -> ScheduleStore:
@@ -46,7 +46,7 @@ def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
     return params
 
 
-@cli.group()
+@click.group()
 def schedule() -> None:
     """Cron schedules: start a workflow whenever a cron expression fires."""
 
@@ -180,7 +180,7 @@ def next_(ctx: click.Context, name: str, count: int, as_json: bool, store: str |
         click.echo(f"{utc_text(t)}  {t.astimezone(zone).strftime('%Y-%m-%d %H:%M:%S %Z')}")
 
 
-@cli.command()
+@click.command()
 @click.option("--interval", type=click.FloatRange(min=0.05), default=5.0, show_default=True,
               help="Longest sleep between ticks, in seconds.")
 @click.option("--once", is_flag=True, help="Tick once and exit (1 if a schedule failed).")
@@ -227,3 +227,7 @@ def _print_events(report: TickReport) -> None:
         click.echo(f"cancelled {run} (overlap cancel_previous)")
     for e in report.errors:
         click.echo(f"error: {e}", err=True)
+
+
+COMMANDS = (schedule, scheduler)
+"""The commands this module adds to ``dagq``."""

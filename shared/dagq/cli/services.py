@@ -12,14 +12,15 @@ import time
 
 import click
 
-from dagq.backends.wiring import backend_from_settings
-from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.cli.render import print_table
-from dagq.client import COMPLETIONS
+from dagq.client import WorkflowClient
 from dagq.ports import Backend
+from dagq.protocol.names import COMPLETIONS
 from dagq.runtime.coordinator import Coordinator
+from dagq.wiring import backend_from_settings
+from dagq.worker.builtin import default_processors, load_processor
 from dagq.worker.heartbeat import check_local, live_workers
-from dagq.worker.processors import default_processors, load_processor
 from dagq.worker.runtime import Worker
 
 
@@ -35,7 +36,7 @@ def write_stats(role: str, backend: Backend, counts: dict[str, int]) -> None:
         f.write(json.dumps(record) + "\n")
 
 
-@cli.command()
+@click.command()
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Completions per receive [DAGQ_BATCH_SIZE, 32].")
 @click.option("--visibility-timeout", type=float, default=None,
@@ -69,20 +70,19 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
                              outbox_flush=outbox_flush, stale_pending=stale_pending,
                              timeout_grace=timeout_grace, max_deliveries=max_deliveries)
     backend = backend_from_settings(settings)
-    coord = Coordinator(backend, settings)
+    coord = Coordinator(backend, settings, children=WorkflowClient(backend))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     click.echo(f"coordinator running on {settings.store}", err=True)
     started = time.monotonic()
     coord.run(stop)
-    coord.close()
     click.echo(f"coordinator stopped after {time.monotonic() - started:.1f}s: "
                f"{coord.stats.line()}", err=True)
     write_stats("coordinator", backend, dict(coord.stats.counts))
 
 
-@cli.command()
+@click.command()
 @click.argument("queue", envvar="DAGQ_WORKER_QUEUE")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               envvar="DAGQ_WORKER_CONCURRENCY", help="Tasks run at once.")
@@ -137,7 +137,7 @@ def _running(keys: object, show: int = 3) -> str:
     return f"{len(names)}" + (f": {', '.join(names[:show])}{more}" if names else "")
 
 
-@cli.command()
+@click.command()
 @click.option("--stale-pending", type=float, default=120.0, show_default=True,
               help="Flag pending workflows older than this many seconds.")
 @store_option
@@ -172,7 +172,7 @@ def doctor(ctx: click.Context, stale_pending: float, store: str | None) -> None:
             problems += 1
             click.echo(f"PROBLEM dead-lettered message {msg.id} on {q!r}: {reason}")
     from dagq.core import engine
-    from dagq.core.engine.state import loads
+    from dagq.core.engine.codec import loads
 
     for row in backend.index.query(status="running"):
         try:
@@ -188,3 +188,7 @@ def doctor(ctx: click.Context, stale_pending: float, store: str | None) -> None:
                        "DAGQ_TIMEOUT_GRACE)")
     click.echo(f"{problems} problem(s) found", err=True)
     sys.exit(1 if problems else 0)
+
+
+COMMANDS = (coordinator, worker, doctor)
+"""The commands this module adds to ``dagq``."""

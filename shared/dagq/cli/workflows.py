@@ -10,14 +10,14 @@ from typing import Any
 
 import click
 
-from dagq.backends.wiring import backend_from_settings
-from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.cli.render import print_status, print_table, progress_bar
 from dagq.client import WorkflowClient, row_summary
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.errors import DagqError, DefinitionError
+from dagq.wiring import backend_from_settings
 
 
 def open_client(ctx: click.Context, store: str | None) -> WorkflowClient:
@@ -30,7 +30,7 @@ def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=False, default=str))
 
 
-@cli.command()
+@click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def validate(files: tuple[str, ...]) -> None:
     """Check definition FILES offline; exit 1 if any is invalid (problems on stderr)."""
@@ -48,7 +48,7 @@ def validate(files: tuple[str, ...]) -> None:
     sys.exit(1 if bad else 0)
 
 
-@cli.command()
+@click.command()
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--id", "workflow_id", default=None, help="Workflow id (idempotent; one file only).")
 @click.option("--max-fan-in", type=click.IntRange(min=2), default=None,
@@ -102,7 +102,7 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
     sys.exit(1 if errors else 0)
 
 
-@cli.command()
+@click.command()
 @click.argument("workflow_id")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @store_option
@@ -121,7 +121,7 @@ def status(ctx: click.Context, workflow_id: str, as_json: bool, store: str | Non
     print_status(summary, client.tasks(workflow_id))
 
 
-@cli.command(name="list")
+@click.command(name="list")
 @click.option("--status", "status_", type=click.Choice(WORKFLOW_STATUSES), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @store_option
@@ -138,7 +138,7 @@ def list_(ctx: click.Context, status_: str | None, as_json: bool, store: str | N
          " ".join(f"{k}={v}" for k, v in sorted(r["counts"].items()) if v)] for r in rows])
 
 
-@cli.command()
+@click.command()
 @click.option("--workflow", "workflow_id", required=True, help="Workflow id.")
 @click.option("--prefix", default=None, help="Only tasks whose name starts with this.")
 @click.option("--status", "status_", type=click.Choice(TASK_STATUSES), default=None)
@@ -160,7 +160,7 @@ def tasks(ctx: click.Context, workflow_id: str, prefix: str | None, status_: str
         for r in rows])
 
 
-@cli.command()
+@click.command()
 @click.argument("workflow_id")
 @click.argument("task")
 @store_option
@@ -171,7 +171,7 @@ def output(ctx: click.Context, workflow_id: str, task: str, store: str | None) -
     emit_json(open_client(ctx, store).output(workflow_id, task))
 
 
-@cli.command()
+@click.command()
 @click.argument("workflow_id")
 @store_option
 @click.pass_context
@@ -182,7 +182,7 @@ def cancel(ctx: click.Context, workflow_id: str, store: str | None) -> None:
     click.echo(f"cancel requested for {workflow_id}", err=True)
 
 
-@cli.command()
+@click.command()
 @click.argument("workflow_id")
 @store_option
 @click.pass_context
@@ -191,3 +191,7 @@ def retry(ctx: click.Context, workflow_id: str, store: str | None) -> None:
     """Retry failed, upstream-failed and cancelled tasks of a finished workflow."""
     open_client(ctx, store).retry(workflow_id)
     click.echo(f"retry requested for {workflow_id}", err=True)
+
+
+COMMANDS = (validate, submit, status, list_, tasks, output, cancel, retry)
+"""The commands this module adds to ``dagq``."""

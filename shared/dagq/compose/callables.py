@@ -7,17 +7,17 @@ path leads back to the very same function and that its arguments travel as JSON.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from dagq.core.rules import IMPORT_PATH_RE
 from dagq.errors import DefinitionError, Problem
+from dagq.imports import resolve
 
-CALL_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+CALL_RE = IMPORT_PATH_RE
 """Shape of ``kwargs.call``: ``package.module:function`` (the qualname may be dotted)."""
 INPUTS_PARAMETER = "inputs"
 """A function parameter with this name receives the direct upstream outputs."""
@@ -64,19 +64,7 @@ def import_path(fn: Callable[..., Any], task: str | None = None) -> str:
 
 def resolve_call(path: str) -> Callable[..., Any]:
     """Import ``module:qualname`` and return the callable; ``ImportError`` says why not."""
-    if not CALL_RE.fullmatch(path):
-        raise ImportError(f"{path!r} does not look like 'package.module:function'")
-    module_name, _, qualname = path.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ImportError(f"{type(exc).__name__}: {exc}") from exc
-    for part in qualname.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            where = getattr(obj, "__name__", module_name)
-            raise ImportError(f"{where!r} has no attribute {part!r}") from None
+    obj = resolve(path)
     if not callable(obj):
         raise ImportError(f"{path!r} is a {type(obj).__name__}, not a callable")
     return obj  # type: ignore[no-any-return]

@@ -14,8 +14,6 @@ at once with the reason.
 from __future__ import annotations
 
 import functools
-import importlib
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Generic, ParamSpec
@@ -23,6 +21,7 @@ from typing import Any, Generic, ParamSpec
 from dagq.core.model import SubWorkflow, WorkflowDef
 from dagq.core.validate import validate
 from dagq.errors import DagqError, DefinitionError
+from dagq.imports import resolve
 
 P = ParamSpec("P")
 
@@ -62,13 +61,8 @@ def import_path(fn: Callable[..., Any]) -> str:
 
 def load_callable(path: str) -> Callable[..., Any]:
     """Import ``module:qualname``; ``DagqError`` saying what failed."""
-    module_name, _, attr = path.partition(":")
-    if "" not in sys.path:
-        sys.path.insert(0, "")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = resolve(path)
     except Exception as exc:
         raise DagqError(f"cannot import {path!r}: {type(exc).__name__}: {exc}") from None
     if isinstance(obj, WorkflowFactory):

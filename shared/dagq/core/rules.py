@@ -12,6 +12,10 @@ from collections.abc import Iterator, Mapping
 
 from dagq.core.model import MERGE_PREFIX
 
+IMPORT_PATH_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+"""Shape of an import path (``kwargs.call``, factories, processors):
+``package.module:name``, the name possibly dotted."""
+
 MAX_NAME_LENGTH = 200
 MAX_NESTING = 64
 """Deepest nesting of lists and mappings accepted in ``kwargs`` and ``params``."""
@@ -43,7 +47,11 @@ def describe(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
-RESERVED_QUEUES = frozenset({"completions", "deadletter"})
+COMPLETIONS_QUEUE = "completions"
+"""Logical name of the completion queue (completions and control messages)."""
+DEADLETTER_QUEUE = "deadletter"
+"""Logical name of the dead-letter queue of the Storage-queue backend."""
+RESERVED_QUEUES = frozenset({COMPLETIONS_QUEUE, DEADLETTER_QUEUE})
 """Queue names dagq uses itself (the completion queue and the dead-letter store)."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from dagq.core.condition import cached_condition
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.rules import (
+    IMPORT_PATH_RE,
     describe,
     json_problems,
     plain_json,
@@ -35,7 +36,6 @@ Where = str | tuple[int, str]
 _SUGGEST_LIMIT = 20  # unknown-dependency suggestions are O(tasks) each; cap them
 
 
-_CALL_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 """Shape of ``kwargs.call``: ``package.module:function``."""
 
 
@@ -203,7 +203,7 @@ class _Checker:
             self.add(f"kwargs.cwd must be a directory path, got {describe(cwd)}",
                      (i, "kwargs.cwd"), name)
         call = kwargs.get("call")
-        if "call" in kwargs and (not isinstance(call, str) or not _CALL_RE.fullmatch(call)):
+        if "call" in kwargs and (not isinstance(call, str) or not IMPORT_PATH_RE.fullmatch(call)):
             self.add(f"kwargs.call must name a function as 'package.module:function', got "
                      f"{describe(call)}", (i, "kwargs.call"), name)
         if "call" in kwargs and "cmd" in kwargs:

@@ -26,6 +26,7 @@ import azure.functions as func
 
 from dagq.errors import ConfigError
 from dagq.functions.runtime import Runtime
+from dagq.protocol.names import COMPLETIONS
 
 TRIGGER_SETTING = "DAGQ_COORDINATOR_TRIGGER"
 QUEUE_SETTING = "DAGQ_COMPLETION_QUEUE"
@@ -72,7 +73,7 @@ def completion_queue_name(env: Mapping[str, str]) -> str:
     """The physical completion queue of the Azure store ``DAGQ_STORE`` names."""
     from dagq.backends.azure.naming import parse_store_url
 
-    return parse_store_url(env.get("DAGQ_STORE", "")).queue("completions")
+    return parse_store_url(env.get("DAGQ_STORE", "")).queue(COMPLETIONS)
 
 
 def _check_queue_setting(env: Mapping[str, str]) -> None:

@@ -12,12 +12,12 @@ import logging
 
 import azure.functions as func
 
-from dagq.client import COMPLETIONS
 from dagq.errors import DagqError
 from dagq.functions import QUEUE_BINDING, new_blueprint
 from dagq.functions.completions import PoisonSink, Received, apply_received
 from dagq.functions.runtime import Runtime
 from dagq.ports import Message
+from dagq.protocol.names import COMPLETIONS
 
 CONNECTION = "AzureWebJobsStorage"
 """App setting prefix of the storage connection (``__accountName`` with an identity)."""

@@ -18,11 +18,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from dagq.backends.wiring import backend_from_settings
 from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.ports import Backend
 from dagq.runtime.coordinator import Coordinator
+from dagq.wiring import backend_from_settings
 
 
 class Runtime:
@@ -72,7 +72,9 @@ class Runtime:
         """This thread's coordinator."""
         coord: Coordinator | None = getattr(self._local, "coordinator", None)
         if coord is None:
-            coord = Coordinator(self.backend(), self.settings, clock=self.clock)
+            backend = self.backend()
+            coord = Coordinator(backend, self.settings, clock=self.clock,
+                                children=WorkflowClient(backend, self.clock))
             self._local.coordinator = coord
             with self._lock:
                 self._coordinators.append(coord)
@@ -81,10 +83,8 @@ class Runtime:
     def close(self) -> None:
         """Stop coordinators and close the backend (tests; the host just exits)."""
         with self._lock:
-            coordinators, self._coordinators = self._coordinators, []
+            self._coordinators = []
             backend, self._backend, self._client = self._backend, None, None
             self._local = threading.local()
-        for coord in coordinators:
-            coord.close()
         if backend is not None:
             backend.close()

@@ -7,8 +7,9 @@ The wire format is described in docs/architecture.md; decoding is strict and rai
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from dagq.core.model import OutputRef
 from dagq.errors import BadMessage
@@ -20,6 +21,7 @@ MAX_TASK_MESSAGE_BYTES = 48 * 1024
 """Inline inputs that would push a task message past this go to output storage."""
 
 ControlAction = Literal["start", "cancel", "retry"]
+T = TypeVar("T")
 
 
 def ref_to_json(ref: OutputRef) -> dict[str, Any]:
@@ -216,3 +218,30 @@ def decode_completion_queue(data: bytes | str) -> CompletionQueueMessage:
         worker=body.get("worker") if isinstance(body.get("worker"), str) else None,
         duration_s=float(duration) if isinstance(duration, int | float) else None,
     )
+
+
+@dataclass
+class Grouped(Generic[T]):
+    """Completion-queue messages decoded and grouped by workflow, in arrival order."""
+
+    groups: dict[str, list[tuple[T, CompletionQueueMessage]]] = field(default_factory=dict)
+    """Decoded messages of each workflow, each beside the handle it came with."""
+    rejected: list[tuple[T, str]] = field(default_factory=list)
+    """Handles of the messages that could not be decoded, with the reason."""
+
+
+def decode_and_group(items: Iterable[tuple[T, bytes | str]]) -> Grouped[T]:
+    """Decode ``(handle, body)`` pairs and group them by workflow id.
+
+    The coordinator loop and the Functions triggers both start a batch with this; a
+    handle is whatever the caller needs to settle the message later.
+    """
+    out: Grouped[T] = Grouped()
+    for handle, body in items:
+        try:
+            decoded = decode_completion_queue(body)
+        except BadMessage as exc:
+            out.rejected.append((handle, str(exc)))
+            continue
+        out.groups.setdefault(decoded.workflow_id, []).append((handle, decoded))
+    return out

@@ -8,28 +8,30 @@ behind. docs/coordinator.md walks through every crash point.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from dagq.client import COMPLETIONS, WorkflowClient
 from dagq.config import Settings
 from dagq.core import engine
-from dagq.core.engine.state import WorkflowState, dumps, loads
-from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
+from dagq.core.engine import WorkflowState, dumps, loads
+from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef
 from dagq.crashpoints import crash_point
-from dagq.errors import BadMessage, NotFound, PreconditionFailed
-from dagq.ports import Backend, Message
+from dagq.errors import NotFound, PreconditionFailed
+from dagq.ports import Backend, ChildWorkflows, Message
 from dagq.protocol.messages import (
     CompletionMessage,
     CompletionQueueMessage,
     ControlMessage,
-    decode_completion_queue,
+    decode_and_group,
 )
+from dagq.protocol.names import COMPLETIONS
+from dagq.protocol.outputs import fetch_verified
 from dagq.runtime.dispatch import OutboxSender, task_defs
 
 log = logging.getLogger("dagq.coordinator")
@@ -73,14 +75,17 @@ class Coordinator:
     """Advances workflows stored in ``backend``; safe to run several (ETag CAS)."""
 
     def __init__(
-        self, backend: Backend, settings: Settings, *, clock: Callable[[], float] = time.time,
+        self, backend: Backend, settings: Settings, *, children: ChildWorkflows,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``children`` submits, retries and cancels child workflows (a ``WorkflowClient``
+        on the same backend)."""
         self.backend = backend
         self.settings = settings
         self.clock = clock
-        self.client = WorkflowClient(backend, clock)
+        self.children = children
         self.completions = backend.queues.get(COMPLETIONS)
-        self.sender = OutboxSender(backend, self.client)
+        self.sender = OutboxSender(backend, children)
         self.stats = CoordinatorStats()
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._sent: dict[str, set[str]] = {}
@@ -91,8 +96,6 @@ class Coordinator:
         self._last_sweep = 0.0
         self._batch_wait = 0.0 if settings.is_embedded else settings.batch_wait
         self._pending_wait = False
-        parallel = bool(getattr(backend, "parallel_io", False))
-        self._pool = ThreadPoolExecutor(8, "dagq-coord") if parallel else None
 
     # -- main loop ---------------------------------------------------------------------
     def run(self, stop: threading.Event | None = None,
@@ -108,11 +111,6 @@ class Coordinator:
                 self.sweep(now)
         self.flush(float("inf"))  # a clean stop leaves no sent entry behind to be re-sent
 
-    def close(self) -> None:
-        """Stop background threads."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-
     def step(self, wait_s: float = 0.0) -> int:
         """Receive and apply one batch; returns the number of messages handled."""
         if self._pending_wait:  # let a remote queue fill the next batch: fewer requests
@@ -125,21 +123,13 @@ class Coordinator:
         if self._batch_wait and len(msgs) < self.settings.batch_size:
             self._pending_wait = True
         crash_point("after_receive")
-        groups: dict[str, list[tuple[Message, CompletionQueueMessage]]] = {}
-        for msg in msgs:
-            try:
-                decoded = decode_completion_queue(msg.body)
-            except BadMessage as exc:
-                log.warning("dead-lettering malformed completion %s: %s", msg.id, exc)
-                self.completions.dead_letter(msg, str(exc))
-                self.stats.counts["dead_lettered"] += 1
-                continue
-            groups.setdefault(decoded.workflow_id, []).append((msg, decoded))
-        if self._pool is not None and len(groups) > 1:
-            list(self._pool.map(lambda kv: self._handle_group(*kv), groups.items()))
-        else:
-            for wf, items in groups.items():
-                self._handle_group(wf, items)
+        grouped = decode_and_group((msg, msg.body) for msg in msgs)
+        for msg, reason in grouped.rejected:
+            log.warning("dead-lettering malformed completion %s: %s", msg.id, reason)
+            self.completions.dead_letter(msg, reason)
+            self.stats.counts["dead_lettered"] += 1
+        for wf, items in grouped.groups.items():
+            self._handle_group(wf, items)
         return len(msgs)
 
     def _handle_group(self, workflow_id: str,
@@ -158,17 +148,11 @@ class Coordinator:
         trigger settles the messages); the result names the malformed ones and the
         workflows whose write must be retried by redelivery.
         """
-        result = Applied()
-        groups: dict[str, list[CompletionQueueMessage]] = {}
-        for message_id, body in bodies:
-            try:
-                decoded = decode_completion_queue(body)
-            except BadMessage as exc:
-                result.rejected.append((message_id, str(exc)))
-                self.stats.counts["dead_lettered"] += 1
-                continue
-            groups.setdefault(decoded.workflow_id, []).append(decoded)
-        for workflow_id, items in groups.items():
+        grouped = decode_and_group(bodies)
+        result = Applied(rejected=list(grouped.rejected))
+        self.stats.counts["dead_lettered"] += len(grouped.rejected)
+        for workflow_id, pairs in grouped.groups.items():
+            items = [decoded for _, decoded in pairs]
             if self.commit(workflow_id, self._applier(items)) is None:
                 result.unapplied.append(workflow_id)
         return result
@@ -190,13 +174,16 @@ class Coordinator:
                     released=item.released))
                 continue
             if batch:
-                effects.append(engine.apply(state, batch, now, resolve=self.client.fetch_output))
+                effects.append(engine.apply(state, batch, now, resolve=self._resolve))
                 batch = []
             self.stats.counts["controls"] += 1
             effects.append(self._control(state, item, now))
         if batch:
-            effects.append(engine.apply(state, batch, now, resolve=self.client.fetch_output))
+            effects.append(engine.apply(state, batch, now, resolve=self._resolve))
         return effects
+
+    def _resolve(self, ref: OutputRef) -> Any:
+        return json.loads(fetch_verified(self.backend, ref))
 
     @staticmethod
     def _control(state: WorkflowState, item: ControlMessage, now: float) -> engine.Effects:
@@ -375,10 +362,10 @@ class Coordinator:
 
     def _cascade_cancel(self, workflow_id: str) -> None:
         """Flag and cancel every active descendant not yet asked to cancel."""
-        for row in self.client.descendants(workflow_id):
+        for row in self.children.descendants(workflow_id):
             if row.status not in TERMINAL_WORKFLOW_STATUSES and not row.cancel_requested:
                 log.info("cancelling child workflow %s of %s", row.id, workflow_id)
-                self.client.cancel(row.id)
+                self.children.cancel(row.id)
 
     def _repair(self, workflow_id: str, now: float) -> None:
         """Re-send stale outbox entries and expire overdue tasks (no write if neither)."""

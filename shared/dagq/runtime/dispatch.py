@@ -12,13 +12,13 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from dagq.client import COMPLETIONS, WorkflowClient
 from dagq.compose.factory import resolve_child
 from dagq.core import engine
 from dagq.core.engine.state import WorkflowState
 from dagq.core.model import OutputRef, TaskDef, WorkflowDef
 from dagq.errors import DagqError, NotFound
-from dagq.ports import Backend
+from dagq.ports import Backend, ChildWorkflows
+from dagq.protocol import names
 from dagq.protocol.messages import (
     MAX_TASK_MESSAGE_BYTES,
     CompletionMessage,
@@ -48,9 +48,9 @@ def task_defs(defn: WorkflowDef) -> dict[str, TaskDef]:
 class OutboxSender:
     """Sends outbox entries of a state that was just written."""
 
-    def __init__(self, backend: Backend, client: WorkflowClient) -> None:
+    def __init__(self, backend: Backend, children: ChildWorkflows) -> None:
         self.backend = backend
-        self.client = client
+        self.children = children
 
     def send(self, state: WorkflowState, entries: Iterable[engine.OutboxEntry]) -> set[str]:
         """Send every entry; returns the keys sent."""
@@ -62,7 +62,8 @@ class OutboxSender:
             if entry.kind == "dispatch":
                 delay = max(0.0, entry.written_at + payload.delay_s - now)
                 body = self.task_message(state, payload)
-                by_queue.setdefault(payload.queue, []).append((body, delay, entry.key))
+                message_id = names.task_message_id(entry.key)
+                by_queue.setdefault(payload.queue, []).append((body, delay, message_id))
             elif entry.kind == "child":
                 self.submit_child(state, payload,
                                   max(0.0, entry.written_at + payload.delay_s - now))
@@ -111,8 +112,8 @@ class OutboxSender:
             if self._retry_previous_child(state, c, parent):
                 return
             child = resolve_child(tdef.workflow)
-            self.client.submit(child, workflow_id=c.child_id, parent=parent,
-                               start_delay_s=delay_s)
+            self.children.submit(child, workflow_id=c.child_id, parent=parent,
+                                 start_delay_s=delay_s)
         except Exception as exc:  # a child that cannot be submitted fails its parent task
             log.warning("child workflow %s of %s could not be submitted: %s",
                         c.child_id, state.workflow_id, exc)
@@ -120,8 +121,9 @@ class OutboxSender:
                 state.workflow_id, c.task, c.attempt, success=False,
                 error=f"child workflow {c.child_id} could not be submitted: {exc}",
             ).encode()
-            self.backend.queues.get(COMPLETIONS).send(
-                body, message_id=f"{c.key}/submit-failed", session_id=state.workflow_id)
+            self.backend.queues.get(names.COMPLETIONS).send(
+                body, message_id=names.submit_failed_id(c.key),
+                session_id=names.session_id(state.workflow_id))
 
     def _retry_previous_child(self, state: WorkflowState, c: engine.ChildSubmit,
                               parent: engine.ParentLink) -> bool:
@@ -135,7 +137,8 @@ class OutboxSender:
                 continue
             if row.status not in ("failed", "cancelled"):
                 return False
-            self.client.retry(old_id, parent=parent, request_id=f"{old_id}/retry/by/{c.key}")
+            self.children.retry(old_id, parent=parent,
+                                request_id=names.child_retry_request_id(old_id, c.key))
             return True
         return False
 
@@ -145,4 +148,5 @@ class OutboxSender:
             n.parent_id, n.task, n.attempt, success=n.success, error=n.error,
             output={"workflow_id": state.workflow_id, "status": state.status},
         ).encode()
-        self.backend.queues.get(COMPLETIONS).send(body, message_id=key, session_id=n.parent_id)
+        self.backend.queues.get(names.COMPLETIONS).send(
+            body, message_id=names.notice_id(key), session_id=names.session_id(n.parent_id))

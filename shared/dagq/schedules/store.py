@@ -259,7 +259,7 @@ class ScheduleStore:
         try:
             data = value.get("definition")
             if data is None:
-                from dagq.client import fetch_verified
+                from dagq.protocol.outputs import fetch_verified
 
                 ref = value["definition_ref"]
                 data = json.loads(fetch_verified(self.backend, OutputRef(**ref)))

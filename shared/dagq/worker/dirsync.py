@@ -21,32 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from dagq.errors import ConfigError, NotFound, TaskError
+from dagq.errors import NotFound, TaskError
 from dagq.ports import OutputStore
 
 log = logging.getLogger("dagq.worker.dirsync")
 
 DEFAULT_INTERVAL = 5.0
-"""Seconds between sync rounds unless ``every_s`` or ``DAGQ_DIRSYNC_INTERVAL`` says otherwise."""
+"""Seconds between sync rounds unless ``every_s`` or ``Settings.dirsync_interval`` says
+otherwise."""
 RACY_NS = 2_000_000_000
 """Files modified this recently (ns) before a scan are hashed again on the next round, since
 a second write within the file system's timestamp granularity leaves size and mtime alone."""
 SPEC_KEYS = {"path", "every_s", "dest"}
-
-
-def default_interval(env: Mapping[str, str] | None = None) -> float:
-    """``DAGQ_DIRSYNC_INTERVAL`` in seconds (default 5); ``ConfigError`` if it is bad."""
-    raw = (os.environ if env is None else env).get("DAGQ_DIRSYNC_INTERVAL", "")
-    if not raw:
-        return DEFAULT_INTERVAL
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ConfigError(f"DAGQ_DIRSYNC_INTERVAL={raw!r} must be a number of seconds above 0 "
-                          f"(e.g. DAGQ_DIRSYNC_INTERVAL={DEFAULT_INTERVAL:g})")
-    return value
 
 
 def dir_prefix(workflow_id: str, name: str) -> str:

@@ -7,15 +7,12 @@ Write your own by subclassing ``Processor`` and start workers with
 
 from __future__ import annotations
 
-import importlib
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dagq.errors import ConfigError
 from dagq.protocol.messages import TaskMessage
 from dagq.worker.process import ProcessResult, run_process
 
@@ -117,27 +114,3 @@ class NoopProcessor(Processor):
 
     def run(self, ctx: TaskContext) -> Outcome:
         return Outcome(True)
-
-
-def load_processor(spec: str) -> Processor:
-    """Instantiate ``module:Class`` (a ``Processor`` subclass); ``ConfigError`` if it fails."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ConfigError(f"--processor {spec!r} must look like 'package.module:ClassName'")
-    if "" not in sys.path:
-        sys.path.insert(0, "")
-    try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"--processor {spec!r} cannot be imported: {exc}") from None
-    proc = cls()
-    if not isinstance(proc, Processor):
-        raise ConfigError(f"--processor {spec!r} is not a dagq.worker.Processor subclass")
-    return proc
-
-
-def default_processors() -> list[Processor]:
-    """The built-in processors in matching order."""
-    from dagq.worker.function_processor import FunctionProcessor  # imports this module
-
-    return [ShellProcessor(), FunctionProcessor(), NoopProcessor()]

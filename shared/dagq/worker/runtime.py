@@ -25,17 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dagq.client import COMPLETIONS, fetch_verified
 from dagq.config import Settings
 from dagq.core.model import OutputRef
 from dagq.crashpoints import crash_point
 from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
 from dagq.ports import Backend, Message
+from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
-from dagq.worker.dirsync import DirSync, default_interval, dir_prefix, parse_spec
+from dagq.protocol.outputs import fetch_verified
+from dagq.worker.builtin import default_processors
+from dagq.worker.dirsync import DirSync, dir_prefix, parse_spec
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
-from dagq.worker.processors import Outcome, Processor, TaskContext, default_processors
+from dagq.worker.processors import Outcome, Processor, TaskContext
 
 log = logging.getLogger("dagq.worker")
 
@@ -81,7 +83,7 @@ class Worker:
         self.settings = settings
         self.queue_name = queue_name
         self.queue = backend.queues.get(queue_name)
-        self.completions = backend.queues.get(COMPLETIONS)
+        self.completions = backend.queues.get(names.COMPLETIONS)
         self.processors = processors or default_processors()
         self.gpu_pool = GpuPool(gpus_per_task, gpus) if gpus_per_task > 0 else None
         if self.gpu_pool is not None:
@@ -99,7 +101,7 @@ class Worker:
         self._last_active = time.monotonic()
         self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name,
                                    settings.heartbeat_interval)
-        self.dirsync_interval = default_interval()
+        self.dirsync_interval = settings.dirsync_interval
         self._task_env = _task_env(settings)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -212,8 +214,8 @@ class Worker:
         log.warning("failing %s: %s", task.key, error)
         completion = CompletionMessage(task.workflow_id, task.task, task.attempt,
                                        success=False, error=error, worker=self.worker_id)
-        self.completions.send(completion.encode(), message_id=f"{task.key}/done",
-                              session_id=task.workflow_id)
+        self.completions.send(completion.encode(), message_id=names.done_id(task.key),
+                              session_id=names.session_id(task.workflow_id))
         self.queue.delete(msg)
         self.stats["failed"] += 1
         self.stats["poisoned"] += 1
@@ -246,8 +248,8 @@ class Worker:
                 outcome = Outcome(False, "cancelled: the workflow was cancelled", stopped=True)
             completion = self._completion(task, outcome, ctx)
             crash_point("worker_before_complete")
-            self.completions.send(completion.encode(), message_id=f"{task.key}/done",
-                                  session_id=task.workflow_id)
+            self.completions.send(completion.encode(), message_id=names.done_id(task.key),
+                                  session_id=names.session_id(task.workflow_id))
             crash_point("worker_after_complete")
             self.queue.delete(run.end_lease())
             self.stats["cancelled" if run.cancelled else

@@ -21,11 +21,13 @@ from dagq.backends.azure import clients
 from dagq.backends.azure.blob import BlobOutputs, BlobStates
 from dagq.backends.azure.deadletter import DeadLetters
 from dagq.backends.azure.errors import Guard
-from dagq.backends.azure.naming import StoreNames, parse_queues_url, parse_store_url
+from dagq.backends.azure.naming import StoreNames, parse_store_url
+from dagq.backends.azure.queue_kinds import QueueHost
 from dagq.backends.azure.servicebus import ServiceBusQueues
 from dagq.backends.azure.storage_queue import StorageQueue
 from dagq.backends.azure.table import TableIndex, TableRecords
 from dagq.backends.azure.transport import Plumbing, pool_size_from
+from dagq.backends.registry import BackendOptions, queue_kind
 from dagq.errors import ConfigError
 from dagq.ports import (
     Backend,
@@ -36,12 +38,11 @@ from dagq.ports import (
     RequestStats,
     StateStore,
 )
+from dagq.protocol.names import COMPLETIONS
 
 __all__ = ["AzureBackend", "StorageQueues", "open_azure_backend"]
 
 STORAGE_SECRET = "DAGQ_STORAGE_CONNECTION_STRING"
-SB_SECRET = "DAGQ_SERVICEBUS_CONNECTION_STRING"
-COMPLETIONS = "completions"
 
 
 class StorageQueues:
@@ -79,7 +80,7 @@ class AzureBackend:
     """Every port on Azure services, sharing one connection pool and request counter."""
 
     def __init__(self, names: StoreNames, plumbing: Plumbing, states: BlobStates,
-                 index: TableIndex, queues: StorageQueues | ServiceBusQueues,
+                 index: TableIndex, queues: Queues,
                  outputs: BlobOutputs, records: TableRecords, pool: ThreadPoolExecutor) -> None:
         self.names = names
         self.states: StateStore = states
@@ -101,24 +102,23 @@ class AzureBackend:
 
 def open_azure_backend(store_url: str, queues_url: str | None = None,
                        **options: Any) -> Backend:
-    """Open the store ``azure://ACCOUNT/PREFIX`` (and ``sb://NAMESPACE`` queues).
+    """Open the store ``azure://ACCOUNT/PREFIX`` (and, with ``queues_url``, its queues
+    elsewhere); ``options`` are the fields of ``BackendOptions``."""
+    return open_azure(store_url, BackendOptions.of(queues_url=queues_url, **options))
 
-    Options: ``connection_string``, ``servicebus_connection_string``, ``credential`` (an
-    azure-identity credential instead of ``DefaultAzureCredential``), ``pool_size``
-    (default ``DAGQ_POOL_SIZE`` or 16), ``max_deliveries`` (default 10), ``connect_timeout``
-    (seconds, default 3), ``stats`` (a ``RequestStats`` to count into),
-    ``lock_duration_s`` (lock duration of Service Bus queues dagq creates, default 60).
-    """
+
+def open_azure(store_url: str, options: BackendOptions) -> Backend:
+    """The registry's opener for ``azure://ACCOUNT/PREFIX``: Blob, Table and Storage
+    Queues, or the queue kind ``options.queues_url`` names."""
     names = parse_store_url(store_url)
-    pool_size = pool_size_from(options.get("pool_size"))
-    max_deliveries = int(options.get("max_deliveries") or 10)
+    pool_size = pool_size_from(options.pool_size)
+    max_deliveries = options.max_deliveries
     if max_deliveries < 1:
         raise ConfigError("DAGQ_MAX_DELIVERIES must be at least 1 (e.g. 10)")
-    stats = options.get("stats") or RequestStats()
-    plumbing = Plumbing(stats, pool_size=pool_size,
-                        connect_timeout=float(options.get("connect_timeout") or 3.0))
-    conn = options.get("connection_string")
-    credential = options.get("credential")
+    stats = options.stats or RequestStats()
+    plumbing = Plumbing(stats, pool_size=pool_size, connect_timeout=options.connect_timeout)
+    conn = options.connection_string
+    credential = options.credential
     if conn is None and credential is None:
         credential = clients.default_credential()
     svc = clients.storage_clients(names, plumbing, conn, credential)
@@ -135,18 +135,10 @@ def open_azure_backend(store_url: str, queues_url: str | None = None,
     index = TableIndex(svc.table.get_table_client(names.index_table), table_guard)
     records = TableRecords(svc.table.get_table_client(names.records_table), table_guard)
     pool = ThreadPoolExecutor(max_workers=min(8, pool_size), thread_name_prefix="dagq-azure")
-    queues: StorageQueues | ServiceBusQueues
-    if queues_url:
-        namespace = parse_queues_url(queues_url)
-        sb_conn = options.get("servicebus_connection_string")
-        if sb_conn is None and credential is None:
-            credential = clients.default_credential()
-        client, admin = clients.servicebus_clients(namespace, sb_conn, credential)
-        sb_guard = Guard("servicebus", f"sb://{client.fully_qualified_namespace}",
-                         f"DAGQ_QUEUES={queues_url!r}",
-                         SB_SECRET if sb_conn else None)
-        queues = ServiceBusQueues(client, admin, names, sb_guard, plumbing, max_deliveries,
-                                  float(options.get("lock_duration_s") or 60.0))
+    queues: Queues
+    if options.queues_url:
+        opener = queue_kind(options.queues_url, store_url).load()
+        queues = opener(QueueHost(names, plumbing, credential), options)
     else:
         queue_guard = guard("queue", svc.queue.url)
         dead = DeadLetters(_queue_client(svc.queue, names.deadletter_queue), queue_guard,

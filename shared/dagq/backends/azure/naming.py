@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from dagq.errors import ConfigError
+from dagq.protocol.names import COMPLETIONS, DEADLETTER
 
 DEFAULT_PREFIX = "dagq"
 _ACCOUNT_RE = re.compile(r"^[a-z0-9]{3,24}$")
@@ -65,7 +66,7 @@ class StoreNames:
     @property
     def deadletter_queue(self) -> str:
         """Storage queue that receives poison messages of every other queue."""
-        return f"{self.prefix}-deadletter"
+        return f"{self.prefix}-{DEADLETTER}"
 
     @property
     def task_queue_prefix(self) -> str:
@@ -75,7 +76,7 @@ class StoreNames:
     def queue(self, logical: str) -> str:
         """Physical queue name of the logical queue ``logical`` (``completions`` or a task
         queue); raises ``ConfigError`` when no valid name can be made from it."""
-        if logical == "completions":
+        if logical == COMPLETIONS:
             return f"{self.prefix}-completions"
         folded = fold(logical)
         name = self.task_queue_prefix + folded

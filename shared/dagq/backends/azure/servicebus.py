@@ -62,8 +62,8 @@ from dagq.backends.azure.naming import StoreNames
 from dagq.backends.azure.transport import Plumbing
 from dagq.errors import DagqError, NotFound, StoreError, StoreUnavailable
 from dagq.ports import Message
+from dagq.protocol.names import COMPLETIONS
 
-COMPLETIONS = "completions"
 MIN_WAIT = 1.0
 ID_PROPERTY = "dagq_id"
 _LOST = (MessageLockLostError, SessionLockLostError, MessageAlreadySettled)

@@ -9,7 +9,6 @@ included, as the service bills them) in the backend's ``RequestStats`` by kind.
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 from dataclasses import dataclass, field
@@ -48,8 +47,8 @@ class StorageRetry(ExponentialRetry):
 
 
 def pool_size_from(value: object) -> int:
-    """The connection pool size from an option or ``DAGQ_POOL_SIZE`` (default 16)."""
-    raw = value if value is not None else os.environ.get("DAGQ_POOL_SIZE") or DEFAULT_POOL_SIZE
+    """The connection pool size option (``DAGQ_POOL_SIZE``), checked."""
+    raw = DEFAULT_POOL_SIZE if value is None else value
     try:
         size = int(str(raw))
     except ValueError:

@@ -14,12 +14,15 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagq.backends.sqlite.db import SqliteDb, prefix_upper_bound
 from dagq.backends.sqlite.index import SqliteIndex
 from dagq.backends.sqlite.queue import SqliteQueues
-from dagq.errors import AlreadyExists, NotFound, PreconditionFailed
+from dagq.errors import AlreadyExists, ConfigError, NotFound, PreconditionFailed
+
+if TYPE_CHECKING:
+    from dagq.backends.registry import BackendOptions
 from dagq.ports import Index, OutputStore, Queues, Records, RequestStats, StateStore
 
 NEW_ONLY = "*new"
@@ -249,3 +252,19 @@ class SqliteBackend:
 
     def __repr__(self) -> str:
         return f"SqliteBackend({str(self.path)!r})"
+
+
+def sqlite_path(store_url: str) -> str:
+    """The file path of a ``sqlite:`` store URL; raises ``ConfigError`` if it has none."""
+    rest = store_url[len("sqlite:"):]
+    path = rest[2:] if rest.startswith("//") else rest
+    if not path or path == ":memory:":
+        raise ConfigError(
+            f"DAGQ_STORE={store_url!r} names no database file; give a path, e.g. "
+            "DAGQ_STORE=sqlite:.dagq/dagq.db")
+    return path
+
+
+def open_sqlite_backend(store_url: str, options: BackendOptions) -> SqliteBackend:
+    """The registry's opener for ``sqlite:PATH`` (``sqlite:///abs/path`` also works)."""
+    return SqliteBackend(sqlite_path(store_url), max_deliveries=options.max_deliveries)

@@ -17,8 +17,8 @@ from typing import Any
 from dagq.backends.sqlite.db import SqliteDb
 from dagq.errors import NotFound
 from dagq.ports import Message, RequestStats
+from dagq.protocol.names import COMPLETIONS
 
-COMPLETIONS = "completions"
 """Logical name of the completion queue (not a task queue)."""
 
 _SEND = (

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Sequence
 
+from dagq.core.engine.codec import dumps, loads
 from dagq.core.engine.graph import (
     BAD,
     CANCELLED,
@@ -22,7 +23,7 @@ from dagq.core.engine.graph import (
     RUNNING,
     STATUS_CLASS,
 )
-from dagq.core.engine.state import MAX_RETRY_IDS, WorkflowState, dumps, loads
+from dagq.core.engine.state import MAX_RETRY_IDS, WorkflowState
 from dagq.core.engine.step import Resolve, Step
 from dagq.core.engine.types import (
     ChildSubmit,

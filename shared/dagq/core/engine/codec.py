@@ -21,9 +21,12 @@ from typing import Any
 
 from dagq.core.engine.defcodec import def_from_json, def_to_json, dense, sparse
 from dagq.core.engine.graph import STATUS_NAMES, Graph
-from dagq.core.engine.state import FORMAT_VERSION, WorkflowState
+from dagq.core.engine.state import WorkflowState
 from dagq.core.engine.types import ChildSubmit, Dispatch, OutboxEntry, ParentLink, ParentNotice
 from dagq.core.model import WORKFLOW_STATUSES, OutputRef, WorkflowDef
+
+FORMAT_VERSION = 1
+"""Version of the serialised layout; ``loads`` refuses newer versions."""
 
 MAGIC = b"DQST"
 _HEADER = 10
@@ -144,3 +147,14 @@ def _entry_from_json(row: list[Any], g: Graph, base: float) -> OutboxEntry:
     if kind == "n":
         return OutboxEntry("notice", ParentNotice(row[3], row[4], row[5], row[6], row[7], key), at)
     raise ValueError(f"unknown outbox entry kind {kind!r}")
+
+
+def dumps(state: WorkflowState) -> bytes:
+    """Serialise ``state`` (versioned header, zlib-compressed columnar JSON)."""
+    return encode_state(state)
+
+
+def loads(data: bytes) -> WorkflowState:
+    """Rebuild a state written by ``dumps``; O(tasks + edges). Raises ``ValueError`` for
+    bytes that are not a dagq state or come from a newer format version."""
+    return decode_state(data)

@@ -31,7 +31,7 @@ from dagq.core.engine.graph import (
 from dagq.core.engine.types import OutboxEntry, ParentLink, TaskView
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
 
-__all__ = ["FORMAT_VERSION", "WorkflowState", "dumps", "loads"]
+__all__ = ["MAX_RETRY_IDS", "WorkflowState"]
 
 MAX_RETRY_IDS = 64
 """How many recent retry request ids a state remembers (retry is idempotent per id)."""
@@ -166,23 +166,3 @@ class WorkflowState:
             if at is not None:
                 self.deadlines.append((at, i, self.attempt[i]))
         heapq.heapify(self.deadlines)
-
-
-# -- serialisation (implemented in engine_codec) ---------------------------------------------
-FORMAT_VERSION = 1
-"""Version of the serialised layout; ``loads`` refuses newer versions."""
-
-
-def dumps(state: WorkflowState) -> bytes:
-    """Serialise ``state`` (versioned header, zlib-compressed columnar JSON)."""
-    from dagq.core.engine.codec import encode_state
-
-    return encode_state(state)
-
-
-def loads(data: bytes) -> WorkflowState:
-    """Rebuild a state written by ``dumps``; O(tasks + edges). Raises ``ValueError`` for
-    bytes that are not a dagq state or come from a newer format version."""
-    from dagq.core.engine.codec import decode_state
-
-    return decode_state(data)

@@ -1,0 +1,46 @@
+"""What every ``dagq`` command shares: the ``--store`` option, settings and error output."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from dagq.config import Settings
+from dagq.errors import DagqError, DefinitionError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def store_option(f: F) -> F:
+    """Add ``--store`` (overrides ``DAGQ_STORE``) to a command."""
+    return click.option(
+        "--store", "store", default=None, metavar="URL",
+        help="Store URL (overrides DAGQ_STORE), e.g. sqlite:.dagq/dagq.db or azure://ACCOUNT/PREFIX.",
+    )(f)
+
+
+def settings_from(ctx: click.Context, store: str | None = None, **overrides: Any) -> Settings:
+    """Settings from the environment, then the group's and the command's flags."""
+    group_store = (ctx.find_root().params or {}).get("store")
+    return Settings.from_env(store=store or group_store, **overrides)
+
+
+def handle_errors(f: F) -> F:
+    """Print dagq errors as clear messages (no traceback) and exit 1."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except DefinitionError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        except DagqError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]

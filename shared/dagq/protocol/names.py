@@ -1,0 +1,77 @@
+"""The completion-queue protocol's names: logical queues, message ids and session ids.
+
+Every send site builds its ids here, so de-duplication (a broker drops a repeated message
+id inside its window) and ordering (Service Bus delivers one session's messages in order
+to one receiver) rest on these functions alone. Ids are bounded by construction: Service
+Bus rejects a ``message_id`` or ``session_id`` over 128 characters
+(https://learn.microsoft.com/azure/service-bus-messaging/service-bus-quotas, "Message ID"
+and "Session ID" size), so a longer id is replaced by a deterministic short form that
+keeps its start readable and ends in a digest of the whole.
+
+This module imports only the pure core, so backends may use it too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from dagq.core.rules import COMPLETIONS_QUEUE as COMPLETIONS
+from dagq.core.rules import DEADLETTER_QUEUE as DEADLETTER
+from dagq.core.rules import RESERVED_QUEUES
+
+__all__ = ["COMPLETIONS", "DEADLETTER", "MAX_ID_LENGTH", "RESERVED_QUEUES", "bounded",
+           "child_retry_request_id", "control_id", "done_id", "notice_id", "request_id",
+           "session_id", "submit_failed_id", "task_message_id"]
+
+MAX_ID_LENGTH = 128
+"""Longest message or session id Service Bus accepts."""
+_DIGEST = 32
+
+
+def bounded(identifier: str) -> str:
+    """``identifier`` itself when it fits ``MAX_ID_LENGTH``, else a deterministic short
+    form: its first characters, ``~``, and 32 hex digits of its SHA-256."""
+    if len(identifier) <= MAX_ID_LENGTH:
+        return identifier
+    digest = hashlib.sha256(identifier.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
+    return f"{identifier[:MAX_ID_LENGTH - _DIGEST - 1]}~{digest}"
+
+
+def session_id(workflow_id: str) -> str:
+    """Session of every completion-queue message about ``workflow_id``."""
+    return bounded(workflow_id)
+
+
+def task_message_id(dispatch_key: str) -> str:
+    """Id of the task message of one dispatch (``{workflow}/{task}/{attempt}``)."""
+    return bounded(dispatch_key)
+
+
+def done_id(dispatch_key: str) -> str:
+    """Id of a worker's completion of one dispatch."""
+    return bounded(f"{dispatch_key}/done")
+
+
+def submit_failed_id(dispatch_key: str) -> str:
+    """Id of the completion sent when a child workflow could not be submitted."""
+    return bounded(f"{dispatch_key}/submit-failed")
+
+
+def notice_id(notice_key: str) -> str:
+    """Id of a child workflow's notice to its parent (the outbox key)."""
+    return bounded(notice_key)
+
+
+def control_id(request_id: str, action: str) -> str:
+    """Id of a control message (start, cancel, retry) of one request."""
+    return bounded(f"{request_id}/{action}")
+
+
+def request_id(workflow_id: str, action: str, nonce: str) -> str:
+    """A fresh request id for ``action`` on ``workflow_id`` (``nonce`` makes it unique)."""
+    return bounded(f"{workflow_id}/{action}/{nonce}")
+
+
+def child_retry_request_id(child_id: str, dispatch_key: str) -> str:
+    """Request id of the retry a parent's new attempt sends to its failed child."""
+    return bounded(f"{child_id}/retry/by/{dispatch_key}")
