@@ -92,6 +92,14 @@ class CronError(DagqError):
     """Raised when a cron expression, time zone or schedule option is invalid."""
 
 
+class ScheduleNotFound(DagqError):
+    """Raised when no schedule has the given name."""
+
+
+class ScheduleExists(DagqError):
+    """Raised when adding a schedule whose name is taken."""
+
+
 class StoreError(DagqError):
     """Raised when a backend operation fails."""
 

@@ -11,13 +11,17 @@ import pytest
 from dagq.backends.sqlite import SqliteBackend
 from dagq.compose.loader import load_file
 from dagq.core.model import TaskDef, WorkflowDef
-from dagq.errors import CronError, DefinitionError, PreconditionFailed
+from dagq.errors import (
+    CronError,
+    DefinitionError,
+    PreconditionFailed,
+    ScheduleExists,
+    ScheduleNotFound,
+)
 from dagq.schedules.store import (
     HISTORY,
     PARTITION,
     MissedEntry,
-    ScheduleExists,
-    ScheduleNotFound,
     ScheduleStore,
     detail,
     summary,

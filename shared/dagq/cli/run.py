@@ -18,57 +18,9 @@ from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
-from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, WorkflowDef
-from dagq.ports import Backend
-from dagq.runtime.coordinator import Coordinator
+from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
+from dagq.runtime.local import LocalRuntime, queues_of
 from dagq.wiring import backend_from_settings
-from dagq.worker.builtin import default_processors, load_processor
-from dagq.worker.runtime import Worker
-
-
-def queues_of(defn: WorkflowDef) -> set[str]:
-    """Every queue a workflow (and its inline child workflows) dispatches to."""
-    out: set[str] = set()
-    for t in defn.tasks:
-        if t.merge:
-            continue
-        if t.workflow is not None:
-            if t.workflow.definition is not None:
-                out |= queues_of(t.workflow.definition)
-            continue
-        out.add(defn.queue_of(t))
-    return out
-
-
-class LocalRuntime:
-    """A coordinator and one worker pool per queue, in threads of this process."""
-
-    def __init__(self, backend: Backend, settings: Any, queues: set[str], workers: int,
-                 processors: tuple[str, ...] = ()) -> None:
-        self.stop = threading.Event()
-        self.coordinator = Coordinator(backend, settings, children=WorkflowClient(backend))
-        self.workers = [
-            Worker(backend, settings, q, concurrency=workers,
-                   processors=[load_processor(p) for p in processors] + default_processors())
-            for q in sorted(queues)]
-        self.threads = [threading.Thread(target=self.coordinator.run, args=(self.stop,),
-                                         name="dagq-coordinator", daemon=True)]
-        self.threads += [threading.Thread(target=w.run, kwargs={"install_signals": False},
-                                          name=f"dagq-worker-{w.queue_name}", daemon=True)
-                         for w in self.workers]
-
-    def start(self) -> None:
-        """Start every thread."""
-        for t in self.threads:
-            t.start()
-
-    def close(self) -> None:
-        """Stop workers (releasing what they run) and the coordinator."""
-        for w in self.workers:
-            w.shutdown()
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=10)
 
 
 @click.command()
@@ -88,7 +40,8 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
     defn = load_file(file)
     backend = backend_from_settings(settings)
     client = WorkflowClient(backend)
-    runtime = LocalRuntime(backend, settings, queues_of(defn), workers, processors)
+    runtime = LocalRuntime(backend, settings, queues_of(defn), workers,
+                           children=WorkflowClient(backend), processors=processors)
     wf_id = client.submit(defn, workflow_id=workflow_id).id
     click.echo(wf_id)
     interrupted = threading.Event()

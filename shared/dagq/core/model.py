@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 DepPolicy = Literal["all", "any"] | int
@@ -112,11 +113,12 @@ class WorkflowDef:
         return task.timeout_s if task.timeout_s is not None else self.default_task_timeout_s
 
     def task(self, name: str) -> TaskDef:
-        """The task called ``name`` (KeyError if absent)."""
-        for t in self.tasks:
-            if t.name == name:
-                return t
-        raise KeyError(name)
+        """The task called ``name`` (KeyError if absent); O(1) after the first call."""
+        return self._by_name[name]
+
+    @cached_property
+    def _by_name(self) -> Mapping[str, TaskDef]:
+        return {t.name: t for t in self.tasks}
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import azure.functions as func
 
 from dagq.errors import (
     ConfigError,
+    CronError,
     DefinitionError,
     IdConflict,
+    ScheduleExists,
+    ScheduleNotFound,
     StoreUnavailable,
     TaskError,
     WorkflowNotFound,
@@ -61,8 +65,12 @@ def to_api_error(exc: Exception) -> ApiError:
         return ApiError(400, "invalid_definition",
                         f"the workflow definition{where} has {len(exc.problems)} problem(s)",
                         [p.to_json() for p in exc.problems])
-    if isinstance(exc, WorkflowNotFound):
+    if isinstance(exc, WorkflowNotFound | ScheduleNotFound):
         return ApiError(404, "not_found", str(exc))
+    if isinstance(exc, ScheduleExists):
+        return ApiError(409, "schedule_exists", str(exc))
+    if isinstance(exc, CronError):
+        return ApiError(400, "invalid_schedule", str(exc))
     if isinstance(exc, IdConflict):
         return ApiError(409, "id_conflict", str(exc))
     if isinstance(exc, TaskError):
@@ -75,3 +83,12 @@ def to_api_error(exc: Exception) -> ApiError:
         return ApiError(500, "configuration", f"the function app is misconfigured: {exc}")
     log.error("unexpected error while handling a request", exc_info=exc)
     return ApiError(500, "internal", "internal error; the function app's log has the details")
+
+
+def answer(handler: Callable[[], func.HttpResponse]) -> func.HttpResponse:
+    """Run ``handler``; every failure becomes a JSON answer by ``to_api_error``, never a
+    bare 500 from the host."""
+    try:
+        return handler()
+    except Exception as exc:
+        return to_api_error(exc).response()

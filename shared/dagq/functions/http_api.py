@@ -5,7 +5,6 @@ errors to JSON; there is no engine logic here. Routes and answers are described 
 ``openapi.json`` next to this module (served at ``GET /api/openapi.json``).
 """
 
-from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -15,7 +14,7 @@ import azure.functions as func
 from dagq.client import row_summary
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
 from dagq.functions import new_blueprint
-from dagq.functions.errors import ApiError, json_response, to_api_error
+from dagq.functions.errors import ApiError, answer, json_response
 from dagq.functions.http_io import (
     choice_param,
     int_param,
@@ -29,11 +28,6 @@ MAX_PAGE = 1000
 AUTH = func.AuthLevel.FUNCTION
 
 
-def _answer(handler: Callable[[], func.HttpResponse]) -> func.HttpResponse:
-    try:
-        return handler()
-    except Exception as exc:  # every failure becomes a JSON answer, never a bare 500
-        return to_api_error(exc).response()
 
 
 def _route_id(req: func.HttpRequest) -> str:
@@ -129,47 +123,47 @@ def http_blueprint(runtime: Runtime, trigger: str = "none") -> func.Blueprint:
     @bp.function_name("submit_workflow")
     @bp.route(route="workflows", methods=["POST"], auth_level=AUTH)
     def submit_workflow(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: submit(runtime, req))
+        return answer(lambda: submit(runtime, req))
 
     @bp.function_name("validate_workflow")
     @bp.route(route="workflows/validate", methods=["POST"], auth_level=AUTH)
     def validate_workflow(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: validate(runtime, req))
+        return answer(lambda: validate(runtime, req))
 
     @bp.function_name("list_workflows")
     @bp.route(route="workflows", methods=["GET"], auth_level=AUTH)
     def list_workflows_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: list_workflows(runtime, req))
+        return answer(lambda: list_workflows(runtime, req))
 
     @bp.function_name("get_workflow")
     @bp.route(route="workflows/{id}", methods=["GET"], auth_level=AUTH)
     def get_workflow_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: get_workflow(runtime, req))
+        return answer(lambda: get_workflow(runtime, req))
 
     @bp.function_name("list_tasks")
     @bp.route(route="workflows/{id}/tasks", methods=["GET"], auth_level=AUTH)
     def list_tasks_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: list_tasks(runtime, req))
+        return answer(lambda: list_tasks(runtime, req))
 
     @bp.function_name("cancel_workflow")
     @bp.route(route="workflows/{id}/cancel", methods=["POST"], auth_level=AUTH)
     def cancel_workflow(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: cancel(runtime, req))
+        return answer(lambda: cancel(runtime, req))
 
     @bp.function_name("retry_workflow")
     @bp.route(route="workflows/{id}/retry", methods=["POST"], auth_level=AUTH)
     def retry_workflow(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: retry(runtime, req))
+        return answer(lambda: retry(runtime, req))
 
     @bp.function_name("health")
     @bp.route(route="health", methods=["GET"], auth_level=AUTH)
     def health_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: health(runtime, trigger))
+        return answer(lambda: health(runtime, trigger))
 
     @bp.function_name("openapi")
     @bp.route(route="openapi.json", methods=["GET"], auth_level=AUTH)
     def openapi_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(openapi)
+        return answer(openapi)
 
     return bp
 

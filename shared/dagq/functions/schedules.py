@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,14 +21,11 @@ from dagq.compose.loader import require_inline
 from dagq.core.model import WorkflowDef
 from dagq.core.parse import definition_from_dict, load_definition
 from dagq.core.schedule.policy import ScheduleSpec
-from dagq.errors import CronError
 from dagq.functions import new_blueprint
-from dagq.functions.errors import ApiError, json_response, to_api_error
+from dagq.functions.errors import ApiError, answer, json_response
 from dagq.functions.http_io import media_type, read_body
 from dagq.functions.runtime import Runtime
 from dagq.schedules.store import (
-    ScheduleExists,
-    ScheduleNotFound,
     ScheduleStore,
     detail,
     summary,
@@ -57,17 +54,6 @@ def tick(runtime: Runtime, now: datetime | None = None) -> TickReport:
     return report
 
 
-def _answer(handler: Callable[[], func.HttpResponse]) -> func.HttpResponse:
-    try:
-        return handler()
-    except ScheduleNotFound as exc:
-        return ApiError(404, "not_found", str(exc)).response()
-    except ScheduleExists as exc:
-        return ApiError(409, "schedule_exists", str(exc)).response()
-    except CronError as exc:
-        return ApiError(400, "invalid_schedule", str(exc)).response()
-    except Exception as exc:  # every failure becomes a JSON answer
-        return to_api_error(exc).response()
 
 
 def _name(req: func.HttpRequest) -> str:
@@ -178,31 +164,31 @@ def schedules_blueprint(runtime: Runtime, timer_schedule: str = TICK_SCHEDULE) -
     @bp.function_name("list_schedules")
     @bp.route(route="schedules", methods=["GET"], auth_level=AUTH)
     def list_schedules(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: list_all(runtime))
+        return answer(lambda: list_all(runtime))
 
     @bp.function_name("add_schedule")
     @bp.route(route="schedules", methods=["POST"], auth_level=AUTH)
     def add_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: add(runtime, req))
+        return answer(lambda: add(runtime, req))
 
     @bp.function_name("get_schedule")
     @bp.route(route="schedules/{name}", methods=["GET"], auth_level=AUTH)
     def get_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: show(runtime, req))
+        return answer(lambda: show(runtime, req))
 
     @bp.function_name("remove_schedule")
     @bp.route(route="schedules/{name}", methods=["DELETE"], auth_level=AUTH)
     def remove_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: remove(runtime, req))
+        return answer(lambda: remove(runtime, req))
 
     @bp.function_name("pause_schedule")
     @bp.route(route="schedules/{name}/pause", methods=["POST"], auth_level=AUTH)
     def pause_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: set_paused(runtime, req, True))
+        return answer(lambda: set_paused(runtime, req, True))
 
     @bp.function_name("resume_schedule")
     @bp.route(route="schedules/{name}/resume", methods=["POST"], auth_level=AUTH)
     def resume_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return _answer(lambda: set_paused(runtime, req, False))
+        return answer(lambda: set_paused(runtime, req, False))
 
     return bp

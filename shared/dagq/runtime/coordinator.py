@@ -32,7 +32,7 @@ from dagq.protocol.messages import (
 )
 from dagq.protocol.names import COMPLETIONS
 from dagq.protocol.outputs import fetch_verified
-from dagq.runtime.dispatch import OutboxSender, task_defs
+from dagq.runtime.dispatch import OutboxSender
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -252,7 +252,7 @@ class Coordinator:
             crash_point("after_index")
             for eff in effects:
                 self.stats.counts["duplicates"] += len(eff.ignored)
-                if eff.stop and any(task_defs(state.definition)[t].workflow is not None
+                if eff.stop and any(state.definition.task(t).workflow is not None
                                     for t, _ in eff.stop):
                     self._cascade_cancel(workflow_id)
             return effects

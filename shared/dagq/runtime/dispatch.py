@@ -15,7 +15,7 @@ from typing import Any
 from dagq.compose.factory import resolve_child
 from dagq.core import engine
 from dagq.core.engine.state import WorkflowState
-from dagq.core.model import OutputRef, TaskDef, WorkflowDef
+from dagq.core.model import OutputRef
 from dagq.errors import DagqError, NotFound
 from dagq.ports import Backend, ChildWorkflows
 from dagq.protocol import names
@@ -27,22 +27,6 @@ from dagq.protocol.messages import (
 )
 
 log = logging.getLogger("dagq.dispatch")
-
-
-_DEFS: dict[int, tuple[WorkflowDef, dict[str, TaskDef]]] = {}
-
-
-def task_defs(defn: WorkflowDef) -> dict[str, TaskDef]:
-    """Tasks of ``defn`` by name (memoised for the last few definitions)."""
-    _cache = _DEFS
-    hit = _cache.get(id(defn))
-    if hit is not None and hit[0] is defn:
-        return hit[1]
-    table = {t.name: t for t in defn.tasks}
-    if len(_cache) > 64:
-        _cache.clear()
-    _cache[id(defn)] = (defn, table)
-    return table
 
 
 class OutboxSender:
@@ -79,7 +63,7 @@ class OutboxSender:
 
     def task_message(self, state: WorkflowState, d: engine.Dispatch) -> bytes:
         """The encoded task message for dispatch ``d``."""
-        tdef = task_defs(state.definition)[d.task]
+        tdef = state.definition.task(d.task)
         inputs = {name: ref_to_json(v) if isinstance(v, OutputRef) else v
                   for name, v in state.inputs_of(d.task).items()}
         msg = TaskMessage(
@@ -104,7 +88,7 @@ class OutboxSender:
                      delay_s: float = 0.0) -> None:
         """Submit the child workflow of ``c`` (or retry the failed child of an earlier
         attempt); if that is impossible, fail the parent task at once."""
-        tdef = task_defs(state.definition)[c.task]
+        tdef = state.definition.task(c.task)
         parent = engine.ParentLink(state.workflow_id, c.task, c.attempt)
         try:
             if tdef.workflow is None:

@@ -28,11 +28,12 @@ from dagq.core.validate import validate
 from dagq.errors import (
     AlreadyExists,
     CronError,
-    DagqError,
     DefinitionError,
     NotFound,
     PreconditionFailed,
     Problem,
+    ScheduleExists,
+    ScheduleNotFound,
 )
 from dagq.ports import Backend
 
@@ -46,14 +47,6 @@ ACTIVE_STATUSES = frozenset({"pending", "running"})
 """Workflow statuses of a run that has not ended."""
 _NEW = "*new"
 _CAS_ATTEMPTS = 20
-
-
-class ScheduleNotFound(DagqError):
-    """Raised when no schedule has the given name."""
-
-
-class ScheduleExists(DagqError):
-    """Raised when adding a schedule whose name is taken."""
 
 
 @dataclass(frozen=True)

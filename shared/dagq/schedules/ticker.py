@@ -28,6 +28,7 @@ from dagq.errors import (
     DefinitionError,
     IdConflict,
     PreconditionFailed,
+    ScheduleNotFound,
     WorkflowNotFound,
 )
 from dagq.ports import Backend
@@ -37,7 +38,6 @@ from dagq.schedules.store import (
     MissedEntry,
     RunEntry,
     Schedule,
-    ScheduleNotFound,
     ScheduleStore,
     utc_text,
 )

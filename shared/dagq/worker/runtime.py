@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import threading
 import time
@@ -38,6 +37,7 @@ from dagq.worker.dirsync import DirSync, dir_prefix, parse_spec
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.processors import Outcome, Processor, TaskContext
+from dagq.worker.taskenv import task_env
 
 log = logging.getLogger("dagq.worker")
 
@@ -102,7 +102,7 @@ class Worker:
         self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name,
                                    settings.heartbeat_interval)
         self.dirsync_interval = settings.dirsync_interval
-        self._task_env = _task_env(settings)
+        self._task_env = task_env(settings)
 
     # -- lifecycle ---------------------------------------------------------------------
     def run(self, install_signals: bool = True) -> int:
@@ -392,19 +392,3 @@ class Worker:
             log.info("workflow %s cancelled: stopping %s", r.task.workflow_id, r.task.key)
             r.cancelled = True
             r.stop.set()
-
-
-def _task_env(settings: Settings) -> dict[str, str]:
-    """The worker's environment plus store settings made absolute for task processes."""
-    env = dict(os.environ)
-    # tasks find the worker's Python (and its dagq helpers) first on PATH
-    bindir = str(Path(sys.executable).parent)
-    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
-    store = settings.store
-    if store.startswith("sqlite:"):
-        store = "sqlite:" + str(Path(store[len("sqlite:"):]).resolve())
-    env["DAGQ_STORE"] = store
-    if settings.queues:
-        env["DAGQ_QUEUES"] = settings.queues
-    env.pop("DAGQ_CRASH_AT", None)
-    return env

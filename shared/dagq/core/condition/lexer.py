@@ -14,6 +14,16 @@ from dagq.errors import ConditionError
 
 MAX_LENGTH = 4096
 """Longest accepted expression, in characters."""
+MAX_DEPTH = 32
+"""Deepest accepted nesting of parentheses, lists, ``not`` and aggregates."""
+MAX_LIST_ITEMS = 1000
+"""Most items accepted in one list literal."""
+GLOB_CHARS = frozenset("*?[")
+"""Characters that make a reference a glob pattern."""
+COMPARE_OPS = frozenset({"==", "!=", "<", "<=", ">", ">="})
+"""Comparison operators."""
+ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**", "@", "~", "^"})
+"""Operators the language does not have (named in the error when used)."""
 
 TokenKind = Literal["num", "str", "name", "op", "end"]
 Scalar = None | bool | int | float | str

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dagq.core.condition import lexer as lx
 from dagq.core.condition.lexer import CONSTANTS, OPERATOR_HINTS, Token, tokenize
 from dagq.core.condition.nodes import (
     AGGREGATES,
@@ -35,15 +36,6 @@ from dagq.core.condition.nodes import (
     Ref,
 )
 from dagq.errors import ConditionError
-
-MAX_DEPTH = 32
-"""Deepest accepted nesting of parentheses, lists, ``not`` and aggregates."""
-MAX_LIST_ITEMS = 1000
-"""Most items accepted in one list literal."""
-GLOB_CHARS = frozenset("*?[")
-
-_COMPARE_OPS = frozenset({"==", "!=", "<", "<=", ">", ">="})
-_ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**", "@", "~", "^"})
 
 
 @dataclass
@@ -92,8 +84,9 @@ class _Parser:
 
     def enter(self, tok: Token) -> None:
         self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.error(f"condition is nested too deeply (more than {MAX_DEPTH} levels)", tok)
+        if self.depth > lx.MAX_DEPTH:
+            raise self.error(
+                f"condition is nested too deeply (more than {lx.MAX_DEPTH} levels)", tok)
 
     # -- entry ---------------------------------------------------------------------------
 
@@ -145,7 +138,7 @@ class _Parser:
         while True:
             tok = self.peek()
             op: CompareOp
-            if tok.kind == "op" and tok.text in _COMPARE_OPS:
+            if tok.kind == "op" and tok.text in lx.COMPARE_OPS:
                 op = tok.text  # type: ignore[assignment]
                 self.advance()
             elif tok.kind == "name" and tok.text == "in":
@@ -177,7 +170,7 @@ class _Parser:
             node = self.primary()
         nxt = self.peek()
         if nxt.kind == "op":
-            if nxt.text in _ARITHMETIC:
+            if nxt.text in lx.ARITHMETIC:
                 hint = ""
                 if isinstance(node, Ref) and nxt.text == "-" and self.at("name", ahead=1):
                     last = node.path[-1] if node.path else node.name
@@ -219,7 +212,7 @@ class _Parser:
         if tok.kind == "op" and tok.text == "[":
             return self.list_literal(tok)
         self.reject_operator(tok)
-        if tok.kind == "op" and tok.text in _ARITHMETIC:
+        if tok.kind == "op" and tok.text in lx.ARITHMETIC:
             raise self.error(
                 f"unexpected {tok.describe()}: arithmetic is not supported in conditions", tok
             )
@@ -255,8 +248,8 @@ class _Parser:
         self.enter(open_tok)
         items: list[Node] = []
         while not self.at("op", "]"):
-            if len(items) >= MAX_LIST_ITEMS:
-                raise self.error(f"list has more than {MAX_LIST_ITEMS} items", self.peek())
+            if len(items) >= lx.MAX_LIST_ITEMS:
+                raise self.error(f"list has more than {lx.MAX_LIST_ITEMS} items", self.peek())
             items.append(self.expr())
             if not self.at("op", ","):
                 break
@@ -290,7 +283,7 @@ class _Parser:
                     'input names in inputs[...] must be string literals, e.g. inputs["prep"]', sel
                 )
             assert isinstance(sel.value, str)
-            if GLOB_CHARS & set(sel.value):
+            if lx.GLOB_CHARS & set(sel.value):
                 pattern = sel.value
             else:
                 name = sel.value

@@ -1,4 +1,4 @@
-"""Binary form of a ``WorkflowState`` (``dagq.core.engine.state.dumps`` / ``loads``).
+"""Binary form of a ``WorkflowState``: ``dumps`` and ``loads``, versioned and compressed.
 
 Layout (format version 1)::
 

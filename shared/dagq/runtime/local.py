@@ -1,0 +1,58 @@
+"""The all-in-one local runtime behind ``dagq run``: a coordinator and workers in threads."""
+
+from __future__ import annotations
+
+import threading
+
+from dagq.config import Settings
+from dagq.core.model import WorkflowDef
+from dagq.ports import Backend, ChildWorkflows
+from dagq.runtime.coordinator import Coordinator
+from dagq.worker.builtin import default_processors, load_processor
+from dagq.worker.runtime import Worker
+
+
+def queues_of(defn: WorkflowDef) -> set[str]:
+    """Every queue a workflow (and its inline child workflows) dispatches to."""
+    out: set[str] = set()
+    for t in defn.tasks:
+        if t.merge:
+            continue
+        if t.workflow is not None:
+            if t.workflow.definition is not None:
+                out |= queues_of(t.workflow.definition)
+            continue
+        out.add(defn.queue_of(t))
+    return out
+
+
+class LocalRuntime:
+    """A coordinator and one worker pool per queue, in threads of this process."""
+
+    def __init__(self, backend: Backend, settings: Settings, queues: set[str], workers: int,
+                 *, children: ChildWorkflows, processors: tuple[str, ...] = ()) -> None:
+        """``workers`` slots per queue; ``children`` submits child workflows."""
+        self.stop = threading.Event()
+        self.coordinator = Coordinator(backend, settings, children=children)
+        self.workers = [
+            Worker(backend, settings, q, concurrency=workers,
+                   processors=[load_processor(p) for p in processors] + default_processors())
+            for q in sorted(queues)]
+        self.threads = [threading.Thread(target=self.coordinator.run, args=(self.stop,),
+                                         name="dagq-coordinator", daemon=True)]
+        self.threads += [threading.Thread(target=w.run, kwargs={"install_signals": False},
+                                          name=f"dagq-worker-{w.queue_name}", daemon=True)
+                         for w in self.workers]
+
+    def start(self) -> None:
+        """Start every thread."""
+        for t in self.threads:
+            t.start()
+
+    def close(self) -> None:
+        """Stop workers (releasing what they run) and the coordinator."""
+        for w in self.workers:
+            w.shutdown()
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=10)
