@@ -11,7 +11,6 @@ import click
 
 from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.wiring import backend_from_settings
-from dagq.worker.batch_feeder import BatchJob, default_token, feed_once, load_template
 
 
 @click.command(name="batch-feed")
@@ -36,6 +35,9 @@ def batch_feed(ctx: click.Context, queue: str, batch_url: str, job_id: str, task
                store: str | None) -> None:
     """Keep ceil(waiting messages / concurrency) worker tasks active in a Batch job, so the
     pool's autoscale formula (on $PendingTasks) follows QUEUE's length."""
+    # the Batch client needs the Azure extra; import it only when the command runs
+    from dagq.worker.batch_feeder import BatchJob, default_token, feed_once, load_template
+
     template = load_template(task_file)
     backend = backend_from_settings(settings_from(ctx, store))
     token = os.environ.get("DAGQ_BATCH_TOKEN")
