@@ -47,7 +47,26 @@ def handle_errors(f: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+USAGE_EXIT = 2
+"""Exit status of a usage error (bad flags or arguments), as click uses."""
+
+
+class DagqGroup(click.Group):
+    """A group whose command list shows each command's first sentence whole."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Like click's, but without cutting a summary at the terminal width."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=200)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=DagqGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--store", default=None, metavar="URL", help="Store URL (overrides DAGQ_STORE).")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.version_option(package_name="dagq")
@@ -61,7 +80,10 @@ def cli(store: str | None, verbose: int) -> None:
 def main() -> None:
     """Console-script entry point."""
     from dagq.cli import batch as _batch  # noqa: F401  (registers commands)
+    from dagq.cli import explain as _explain  # noqa: F401
     from dagq.cli import files as _files  # noqa: F401
+    from dagq.cli import follow as _follow  # noqa: F401
+    from dagq.cli import graph as _graph  # noqa: F401
     from dagq.cli import run as _run  # noqa: F401
     from dagq.cli import schedule as _schedule  # noqa: F401
     from dagq.cli import services as _services  # noqa: F401
@@ -69,9 +91,12 @@ def main() -> None:
 
     try:
         cli.main(prog_name="dagq", standalone_mode=False)
-    except click.UsageError as exc:  # bad input exits 1, like every other bad input
+    except click.exceptions.NoArgsIsHelpError as exc:  # `dagq` alone: help, success
+        click.echo(exc.ctx.get_help() if exc.ctx else cli.get_help(click.Context(cli)))
+        sys.exit(0)
+    except click.UsageError as exc:  # bad flags or arguments: exit 2 (bad data exits 1)
         exc.show()
-        sys.exit(1)
+        sys.exit(USAGE_EXIT)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

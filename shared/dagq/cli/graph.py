@@ -1,0 +1,55 @@
+"""``dagq graph FILE|ID``: the DAG as Mermaid, Graphviz DOT or SVG (statuses as colours
+when given a workflow id)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dagq.cli.main import cli, handle_errors, store_option
+from dagq.cli.workflows import open_client
+from dagq.compose.loader import load_file
+from dagq.graph import svg, text
+from dagq.graph.layout import DEFAULT_MAX_WIDTH, layout
+from dagq.graph.model import GraphModel, from_definition
+
+FORMATS = ("mermaid", "dot", "svg")
+
+
+def render(model: GraphModel, fmt: str, max_width: int | None) -> str:
+    """``model`` drawn in ``fmt``; layers wider than ``max_width`` are folded (SVG folds at
+    ``DEFAULT_MAX_WIDTH`` unless told otherwise, text formats keep every task)."""
+    width = max_width or (DEFAULT_MAX_WIDTH if fmt == "svg" else 1 << 30)
+    lay = layout(model, width)
+    title = str(model.get("id") or model["name"])
+    if fmt == "mermaid":
+        return text.mermaid(lay)
+    if fmt == "dot":
+        return text.dot(lay, title)
+    return svg.render(lay, title)
+
+
+@cli.command()
+@click.argument("source", metavar="FILE|ID")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="mermaid",
+              show_default=True, help="Picture format.")
+@click.option("--max-width", type=click.IntRange(min=2), default=None,
+              help="Fold layers with more tasks than this into one group box.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write to this file instead of stdout.")
+@store_option
+@click.pass_context
+@handle_errors
+def graph(ctx: click.Context, source: str, fmt: str, max_width: int | None,
+          output: str | None, store: str | None) -> None:
+    """Draw a definition FILE, or a workflow ID coloured by task status."""
+    if Path(source).is_file():
+        model = from_definition(load_file(source))
+    else:
+        model = open_client(ctx, store).graph(source)
+    picture = render(model, fmt, max_width)
+    if output:
+        Path(output).write_text(picture)
+    else:
+        click.echo(picture, nl=False)
