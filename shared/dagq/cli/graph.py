@@ -10,24 +10,8 @@ import click
 from dagq.cli.main import cli, handle_errors, store_option
 from dagq.cli.workflows import open_client
 from dagq.compose.loader import load_file
-from dagq.graph import svg, text
-from dagq.graph.layout import DEFAULT_MAX_WIDTH, layout
-from dagq.graph.model import GraphModel, from_definition
-
-FORMATS = ("mermaid", "dot", "svg")
-
-
-def render(model: GraphModel, fmt: str, max_width: int | None) -> str:
-    """``model`` drawn in ``fmt``; layers wider than ``max_width`` are folded (SVG folds at
-    ``DEFAULT_MAX_WIDTH`` unless told otherwise, text formats keep every task)."""
-    width = max_width or (DEFAULT_MAX_WIDTH if fmt == "svg" else 1 << 30)
-    lay = layout(model, width)
-    title = str(model.get("id") or model["name"])
-    if fmt == "mermaid":
-        return text.mermaid(lay)
-    if fmt == "dot":
-        return text.dot(lay, title)
-    return svg.render(lay, title)
+from dagq.graph.model import from_definition
+from dagq.graph.render import FORMATS, render
 
 
 @cli.command()

@@ -4,9 +4,9 @@ Every task goes in the layer one past its deepest dependency (roots in layer 0).
 a layer, tasks are ordered by the mean position of their dependencies (one barycentre
 pass), which keeps edges short for the fan-out/fan-in shapes workflows have. A layer with
 more than ``max_width`` tasks keeps ``max_width - 1`` of them — the ones most worth
-seeing (failed, running, queued, ... before completed) — and folds the rest into one
-group node that carries their count per status. Edges to or from folded tasks attach to
-the group, once.
+seeing (failed, running, queued, ... before completed), in that order — and folds
+the rest into one group node, drawn first, that carries their count per status. Edges to or from
+folded tasks attach to the group, once.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from dagq.graph.model import GraphModel
 
-DEFAULT_MAX_WIDTH = 40
+DEFAULT_MAX_WIDTH = 25
 
 _INTEREST = {"failed": 0, "upstream_failed": 1, "started": 2, "running": 2, "queued": 3,
              "waiting": 4, "held": 5, "ready": 5, "cancelled": 6, "pending": 7, "skipped": 8,
@@ -98,9 +98,8 @@ def layout(model: GraphModel, max_width: int = DEFAULT_MAX_WIDTH) -> Layout:
         keep, fold = row, []
         if len(row) > max_width:
             ranked = sorted(row, key=lambda i: (_INTEREST.get(_shown(tasks[i]) or "", 7), pos[i]))
-            kept = set(ranked[:max_width - 1])
-            keep = [i for i in row if i in kept]
-            fold = [i for i in row if i not in kept]
+            keep = ranked[:max_width - 1]  # the most interesting first, in view
+            fold = sorted(ranked[max_width - 1:], key=lambda i: pos[i])
         nodes = [Node(tasks[i]["name"], d, tasks[i]["name"], tasks[i]["status"],
                       tasks[i]["phase"], child=tasks[i].get("child")) for i in keep]
         for node in nodes:
@@ -109,9 +108,9 @@ def layout(model: GraphModel, max_width: int = DEFAULT_MAX_WIDTH) -> Layout:
             folded += len(fold)
             gid = f"group:{d}"
             counts = Counter(_shown(tasks[i]) or "task" for i in fold)
-            nodes.append(Node(gid, d, f"+{len(fold)} more", members=[tasks[i]["name"]
-                                                                      for i in fold],
-                              counts=dict(counts)))
+            nodes.insert(0, Node(gid, d, f"+{len(fold)} more", members=[tasks[i]["name"]
+                                                                         for i in fold],
+                                 counts=dict(counts)))  # first: the summary stays in view
             for i in fold:
                 owner[tasks[i]["name"]] = gid
         out_layers.append(nodes)
