@@ -48,20 +48,19 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dagq, str, 
     ids = {
         "ok": d.submit(d.define("nightly-report", [
             {"name": "fetch", "kwargs": {"cmd": "true"}},
-            {"name": "render", "depends_on": ["fetch"], "kwargs": {"cmd": "true"}}]),
-            "--id", "nightly-report-1"),
+            {"name": "render", "depends_on": ["fetch"], "kwargs": {"cmd": "true"}}])),
         "failed": d.submit(d.define("train-model", [
             {"name": "load", "kwargs": {"cmd": "true"}},
             {"name": "train", "depends_on": ["load"],
              "kwargs": {"cmd": "echo 'CUDA out of memory' >&2; exit 3"}},
             {"name": "publish", "depends_on": ["train"], "kwargs": {"cmd": "true"}},
-            {"name": "lint", "kwargs": {"cmd": "true"}}]), "--id", "train-model-1"),
+            {"name": "lint", "kwargs": {"cmd": "true"}}])),
         "running": d.submit(d.define("long-job", [
             {"name": "warm-up", "kwargs": {"cmd": "true"}},
             {"name": "crunch", "depends_on": ["warm-up"], "kwargs": {"cmd": step("--sleep", 300)}},
             {"name": "render-gpu", "queue": "gpu", "kwargs": {"cmd": "true"}},
             {"name": "summary", "depends_on": ["crunch", "render-gpu"],
-             "kwargs": {"cmd": "true"}}]), "--id", "long-job-1"),
+             "kwargs": {"cmd": "true"}}])),
     }
     d.wait_terminal(ids["ok"])
     assert d.wait_terminal(ids["failed"])["status"] == "failed"
