@@ -4,6 +4,7 @@ tables that suit scripts."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -144,3 +145,23 @@ def test_tables_give_whole_ids_tab_separated_newest_first(dagq: Dagq) -> None:
     res = dagq.run()
     assert res.returncode == 0 and "Commands:" in res.stdout
     assert dagq.run("list", "--limit", "0").returncode == USAGE
+
+
+def test_reporting_commands_take_json(dagq: Dagq) -> None:
+    good = dagq.define("j-good", [{"name": "a", "kwargs": {"cmd": "true"}}])
+    bad = dagq.write("j-bad.yaml", "name: x\ntasks:\n  - {name: a, depends_on: [zz]}\n")
+    res = dagq.run("validate", str(good), str(bad), "--json")
+    report = json.loads(res.stdout)
+    assert res.returncode == FAILED
+    assert [(r["valid"], r["tasks"]) for r in report] == [(True, 1), (False, None)]
+    assert any("zz" in p for p in report[1]["problems"])
+    (sub,) = dagq.json("submit", str(good), "--id", "j-1")
+    assert sub == {"file": str(good), "id": "j-1", "created": True}
+    assert dagq.json("cancel", "j-1") == {"id": "j-1", "cancel_requested": True}
+    assert dagq.json("retry", "j-1")["id"] == "j-1"
+    doctor = json.loads(dagq.run("doctor", "--json").stdout)
+    assert doctor["live_workers"] == {} and isinstance(doctor["problems"], list)
+    model = dagq.json("graph", str(good))
+    assert model["tasks"][0]["name"] == "a"
+    done = dagq.run("run", str(good), "--json", timeout_s=120)
+    assert done.returncode == COMPLETED and json.loads(done.stdout)["status"] == "completed"

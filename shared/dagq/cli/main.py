@@ -54,6 +54,8 @@ USAGE_EXIT = 2
 class DagqGroup(click.Group):
     """A group whose command list shows each command's first sentence whole."""
 
+    group_class = type  # sub-groups (``dagq schedule``) list their commands the same way
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Like click's, but without cutting a summary at the terminal width."""
         rows = []

@@ -22,7 +22,7 @@ from dagq.cli.render import (
     progress_bar,
     time_text,
 )
-from dagq.client import WorkflowClient, row_summary
+from dagq.client import Submitted, WorkflowClient, row_summary
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
@@ -79,12 +79,14 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
               help="Then follow the workflow live (one file; exit codes of `dagq wait`).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=None,
               help="With --wait/--watch: give up after this many seconds (exit 4).")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print [{"file","id","created"}] instead of one id per line.')
 @store_option
 @click.pass_context
 @handle_errors
 def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
            max_fan_in: int | None, concurrency: int, wait_: bool, watch_: bool,
-           timeout_s: float | None, store: str | None) -> None:
+           timeout_s: float | None, as_json: bool, store: str | None) -> None:
     """Submit workflow FILES (or paths read from stdin); print one id per line."""
     if wait_ and watch_:
         raise click.UsageError("use either --wait or --watch, not both")
@@ -113,21 +115,26 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
     client = open_client(ctx, store)
     errors: list[str] = []
 
-    def one(defn: Any) -> str | None:
+    def one(defn: Any) -> Submitted | None:
         try:
-            return client.submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in).id
+            return client.submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in)
         except DagqError as exc:
             errors.append(f"{defn.name}: {exc}")
             return None
 
     ids: list[str] = []
+    report: list[dict[str, Any]] = []
     with progress_bar(len(defs), "submitting") as advance, \
             ThreadPoolExecutor(min(concurrency, len(defs))) as pool:
-        for wf_id in pool.map(one, defs):
+        for path, done in zip(paths, pool.map(one, defs), strict=True):
             advance()
-            if wf_id is not None:
-                click.echo(wf_id)
-                ids.append(wf_id)
+            if done is not None:
+                if not as_json:
+                    click.echo(done.id)
+                ids.append(done.id)
+                report.append({"file": path, "id": done.id, "created": done.created})
+    if as_json:
+        emit_json(report)
     for e in errors:
         click.echo(f"error: {e}", err=True)
     if errors or not (wait_ or watch_):
