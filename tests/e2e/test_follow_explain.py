@@ -165,3 +165,20 @@ def test_reporting_commands_take_json(dagq: Dagq) -> None:
     assert model["tasks"][0]["name"] == "a"
     done = dagq.run("run", str(good), "--json", timeout_s=120)
     assert done.returncode == COMPLETED and json.loads(done.stdout)["status"] == "completed"
+
+
+def test_a_task_shows_started_as_soon_as_a_worker_takes_it(dagq: Dagq) -> None:
+    # heartbeats every 10 minutes: only the beat on a change of running tasks can tell
+    dagq.coordinator()
+    dagq.worker("default", env={"DAGQ_HEARTBEAT_INTERVAL": "600"})
+    wf = dagq.submit(dagq.define("phases", [
+        {"name": "busy", "kwargs": {"cmd": step("--sleep", 120)}},
+        {"name": "idle", "queue": "elsewhere", "kwargs": {"cmd": "true"}}]))
+    try:
+        eventually(lambda: dagq.tasks(wf)["busy"]["phase"] == "started", "busy to start", 60)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{dagq.diagnostics(wf)}") from None
+    assert dagq.tasks(wf)["idle"]["phase"] == "queued"
+    table = dagq.ok("tasks", "--workflow", wf)
+    assert "busy\trunning" in table and "idle\tqueued" in table
+    dagq.ok("cancel", wf)

@@ -1,15 +1,15 @@
-"""The status page and view routes called in-process, on a real store."""
+"""The status page and view routes called in-process, on a real store (SQLite and
+Azurite)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
 
 import azure.functions as func
 import pytest
 from dagq.functions.http_api import http_blueprint
 from dagq.functions.runtime import Runtime
 from dagq.functions.status_api import status_blueprint
+from dagq.runtime.coordinator import Coordinator
+from dagq.worker.heartbeat import Heartbeat
 
 from tests.functions.host import Handler, app_of, http, user_functions
 
@@ -22,10 +22,9 @@ tasks:
 
 
 @pytest.fixture
-def fns(tmp_path: Path) -> Iterator[dict[str, Handler]]:
-    rt = Runtime({"DAGQ_STORE": f"sqlite:{tmp_path / 'dagq.db'}"})
-    yield user_functions(app_of(http_blueprint(rt), status_blueprint(rt)))
-    rt.close()
+def fns(runtime: Runtime) -> dict[str, Handler]:
+    """The HTTP API and the status routes on the store of ``runtime`` (SQLite, Azurite)."""
+    return user_functions(app_of(http_blueprint(runtime), status_blueprint(runtime)))
 
 
 def raw(fn: Handler, path: str, params: dict[str, str] | None = None,
@@ -83,3 +82,19 @@ def test_explain_and_one_task(fns: dict[str, Handler]) -> None:
     code, body = http(fns["workflow_explain"], "GET", f"workflows/{wf}/explain",
                       params={"task": "zz"}, route={"id": wf})
     assert code == 400 and "zz" in body["error"]  # a query naming no task
+
+
+def test_phases_follow_worker_heartbeats(fns: dict[str, Handler], runtime: Runtime) -> None:
+    wf = submitted(fns)
+    coord = Coordinator(runtime.backend(), runtime.settings)
+    for _ in range(5):  # apply the start message: task a is dispatched
+        coord.step()
+    code, model = http(fns["workflow_graph"], "GET", f"workflows/{wf}/graph", route={"id": wf})
+    assert code == 200 and model["tasks"][0]["phase"] == "queued"
+    code, body = http(fns["workflow_explain"], "GET", f"workflows/{wf}/explain",
+                      params={"task": "a"}, route={"id": wf})
+    assert any("queue 'default' has no live worker" in r for r in body["tasks"][0]["reasons"])
+    Heartbeat(runtime.backend().records, "host:1:default", "default").beat([f"{wf}/a/1"])
+    code, body = http(fns["list_tasks"], "GET", f"workflows/{wf}/tasks", route={"id": wf})
+    assert [t["phase"] for t in body["tasks"]] == ["started", "pending"]
+    coord.close()
