@@ -181,4 +181,7 @@ def test_a_task_shows_started_as_soon_as_a_worker_takes_it(dagq: Dagq) -> None:
     assert dagq.tasks(wf)["idle"]["phase"] == "queued"
     table = dagq.ok("tasks", "--workflow", wf)
     assert "busy\trunning" in table and "idle\tqueued" in table
+    summary = dagq.status(wf)
+    assert summary["counts"] == {"running": 2}
+    assert summary["phases"] == {"started": 1, "queued": 1}
     dagq.ok("cancel", wf)

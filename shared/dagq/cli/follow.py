@@ -33,6 +33,7 @@ from dagq.cli.render import (
     counts_text,
     duration_text,
     shorten,
+    shown_counts,
     shown_status,
 )
 from dagq.client import WorkflowClient
@@ -143,13 +144,13 @@ def _add_workflow(client: WorkflowClient, summary: dict[str, Any], now: float, d
                             - float(summary.get("created_at") or now)
                             if summary["status"] in TERMINAL_WORKFLOW_STATUSES
                             else now - float(summary.get("created_at") or now))
-    out.append(Text.from_markup(
-        f"{pad}[bold]{summary['name']}[/] {summary['id']}  [{colour}]{summary['status']}[/]"
-        f"  {elapsed}  {counts_text(summary['counts'])}"))
     try:
         tasks = client.tasks(str(summary["id"]))
     except WorkflowNotFound:
-        return
+        tasks = []
+    out.append(Text.from_markup(
+        f"{pad}[bold]{summary['name']}[/] {summary['id']}  [{colour}]{summary['status']}[/]"
+        f"  {elapsed}  {counts_text(shown_counts(tasks) if tasks else summary['counts'])}"))
     # the interesting rows first: active, then failed, then the rest
     order = {"running": 0, "queued": 1, "waiting": 2, "ready": 3, "failed": 4,
              "upstream_failed": 5, "cancelled": 6, "pending": 7, "skipped": 8, "completed": 9}

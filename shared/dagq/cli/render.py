@@ -105,12 +105,21 @@ def counts_text(counts: dict[str, int]) -> str:
                      for k, v in sorted(counts.items()) if v)
 
 
+def shown_counts(tasks: list[dict[str, Any]]) -> dict[str, int]:
+    """Tasks per shown status (queued and waiting counted apart from running)."""
+    out: dict[str, int] = {}
+    for t in tasks:
+        key = shown_status(t)
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
 def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
     """Workflow header, counts and a task table."""
     out = Console()
     colour = STATUS_COLOURS.get(summary["status"], "white")
     out.print(f"[bold]{summary['id']}[/]  {summary['name']}  [{colour}]{summary['status']}[/]")
-    out.print(counts_text(summary["counts"]))
+    out.print(counts_text(shown_counts(tasks) if tasks else summary["counts"]))
     if summary.get("parent_id"):
         out.print(f"child of {summary['parent_id']} (task {summary['parent_task']})")
     children = summary.get("children") or []

@@ -26,7 +26,7 @@ from dagq.client import Submitted, WorkflowClient, row_summary
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
-from dagq.errors import DagqError, DefinitionError
+from dagq.errors import DagqError, DefinitionError, WorkflowNotFound
 
 
 def open_client(ctx: click.Context, store: str | None) -> WorkflowClient:
@@ -154,16 +154,25 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
 @click.pass_context
 @handle_errors
 def status(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
-    """Show a workflow's status, counts and tasks."""
+    """Show a workflow's status, counts and tasks.
+
+    JSON adds "phases": tasks per phase (queued and waiting apart from started)."""
     client = open_client(ctx, store)
     summary = client.summary(workflow_id)
     children = [row_summary(r) for r in client.descendants(workflow_id)]
     if children:
         summary["children"] = children
+    try:
+        rows = client.tasks(workflow_id)
+    except WorkflowNotFound:  # an index row whose state is not written yet
+        rows = []
     if as_json:
-        emit_json(summary)
+        phases: dict[str, int] = {}
+        for t in rows:
+            phases[t["phase"]] = phases.get(t["phase"], 0) + 1
+        emit_json({**summary, "phases": phases})
         return
-    print_status(summary, client.tasks(workflow_id))
+    print_status(summary, rows)
 
 
 @cli.command(name="list")

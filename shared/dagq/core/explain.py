@@ -95,13 +95,11 @@ def phase_of(state: WorkflowState, i: int, facts: Facts) -> str:
         return "held"
     if code != RUNNING:
         return STATUS_NAMES[code]
-    if state.graph.kind[i] == KIND_CHILD:
-        return "started"
     if dispatch_key(state, i) in facts.started:
         return "started"
     if facts.now < _visible_at(state, i):
         return "waiting"
-    return "queued"
+    return "started" if state.graph.kind[i] == KIND_CHILD else "queued"
 
 
 def phases(state: WorkflowState, facts: Facts) -> dict[str, str]:
@@ -186,7 +184,7 @@ def _running(s: WorkflowState, i: int, phase: str,
     until: float | None = None
     if s.stopping[i]:
         reasons.append(f"cancel pending: attempt {a} was asked to stop")
-    if g.kind[i] == KIND_CHILD:
+    if g.kind[i] == KIND_CHILD and phase != "waiting":
         child = child_workflow_id(s.workflow_id, g.names[i], a)
         reasons.append(f"runs child workflow {child} (attempt {a}); see dagq explain {child}")
         return None, reasons
