@@ -50,8 +50,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dagq, str, 
             {"name": "fetch", "kwargs": {"cmd": "true"}},
             {"name": "render", "depends_on": ["fetch"], "kwargs": {"cmd": "true"}}])),
         "failed": d.submit(d.define("train-model", [
-            {"name": "load", "kwargs": {"cmd": "true"}},
-            {"name": "train", "depends_on": ["load"],
+            {"name": "data/load", "kwargs": {"cmd": "echo '{\"rows\": 42}' > $DAGQ_OUTPUT_FILE"}},
+            {"name": "train", "depends_on": ["data/load"],
              "kwargs": {"cmd": "echo 'CUDA out of memory' >&2; exit 3"}},
             {"name": "publish", "depends_on": ["train"], "kwargs": {"cmd": "true"}},
             {"name": "lint", "kwargs": {"cmd": "true"}}])),
@@ -135,6 +135,12 @@ def test_a_failed_workflow_opens_the_failed_task_with_its_error(
     panel = browser.wait_for("document.querySelector('#panel:not([hidden])')?.innerText")
     assert "train" in panel and "exit" in panel.lower() and "attempt 1 failed" in panel
     browser.screenshot(shots(tmp_path) / "status-failed.png")
+    browser.eval("document.querySelector('#graph g.node[data-task=\"data/load\"]')"
+                 ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    output = browser.wait_for("document.querySelector('#panel-task')?.innerText"
+                              ".startsWith('data/load') && document.querySelector('#output')"
+                              ".innerText")
+    assert '"rows": 42' in output
 
 
 def test_a_thousand_task_run_folds_its_wide_layer_and_lists_every_task(

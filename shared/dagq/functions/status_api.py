@@ -4,7 +4,8 @@ like the rest of the API):
 - ``GET /status``: the page (HTML with its script inlined; pass ``?code=KEY`` in Azure);
 - ``GET /workflows/{id}/graph[?format=json|svg|mermaid|dot&max_width=N]``: the DAG;
 - ``GET /workflows/{id}/explain[?task=]``: why tasks are where they are;
-- ``GET /workflows/{id}/tasks/{task}``: one task with its explanation and output.
+- ``GET /workflows/{id}/task?name=T``: one task with its explanation and output (the
+  name travels in the query because task names may contain ``/``).
 
 Handlers only parse, call ``WorkflowClient`` and map errors (``dagq.functions.errors``).
 """
@@ -52,9 +53,12 @@ def explain(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
 
 
 def task_detail(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``GET /workflows/{id}/tasks/{task}``: summary, explanation and output of a task."""
+    """``GET /workflows/{id}/task?name=T``: summary, explanation and output of a task."""
     workflow_id = _route_id(req)
-    name = str(req.route_params.get("task") or "")
+    name = text_param(req, "name")
+    if name is None:
+        raise ApiError(400, "bad_parameter", "give the task as ?name=TASK",
+                       [{"parameter": "name"}])
     client = runtime.client()
     rows = [t for t in client.tasks(workflow_id, prefix=name) if t["name"] == name]
     if not rows:
@@ -85,7 +89,7 @@ def status_blueprint(runtime: Runtime) -> func.Blueprint:
         return _answer(lambda: explain(runtime, req))
 
     @bp.function_name("task_detail")
-    @bp.route(route="workflows/{id}/tasks/{task}", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="workflows/{id}/task", methods=["GET"], auth_level=AUTH)
     def task_fn(req: func.HttpRequest) -> func.HttpResponse:
         return _answer(lambda: task_detail(runtime, req))
 

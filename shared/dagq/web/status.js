@@ -179,7 +179,7 @@ async function openTask(id, name, quiet = false) {
   const base = `workflows/${encodeURIComponent(id)}/tasks/${encodeURIComponent(name)}`;
   let detail;
   try {
-    detail = await get(base);
+    detail = await get(`workflows/${encodeURIComponent(id)}/task?name=${encodeURIComponent(name)}`);
   } catch (err) {
     if (!quiet) panel.replaceChildren(el("p", { class: "error" }, err.message));
     return;
