@@ -18,6 +18,7 @@ from typing import Any
 
 from dagq.core import engine
 from dagq.core.engine import WorkflowState, dumps, loads
+from dagq.core.engine.graph import KIND_CHILD
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
 from dagq.core.parse import definition_hash
 from dagq.core.transforms import sequentialize_fan_in
@@ -31,6 +32,7 @@ from dagq.errors import (
     TaskError,
     WorkflowNotFound,
 )
+from dagq.observe import explanations, graph_of, task_phases
 from dagq.ports import Backend, IndexRow
 from dagq.protocol import names
 from dagq.protocol.messages import ControlAction, ControlMessage
@@ -69,9 +71,12 @@ def new_workflow_id(name: str, now: float) -> str:
 class WorkflowClient:
     """Operations on workflows stored in ``backend``."""
 
-    def __init__(self, backend: Backend, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, backend: Backend, clock: Callable[[], float] = time.time,
+                 outbox_grace_s: float = 30.0) -> None:
         self.backend = backend
         self.clock = clock
+        self.outbox_grace_s = outbox_grace_s
+        """When ``explain`` calls an unsent dispatch stale (``DAGQ_OUTBOX_GRACE``)."""
 
     # -- submission --------------------------------------------------------------------
     def submit(
@@ -211,17 +216,26 @@ class WorkflowClient:
         return row_summary(row)
 
     def list_workflows(
-        self, status: str | None = None, limit: int | None = None
+        self, status: str | None = None, limit: int | None = None, *,
+        since: float | None = None, name: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Summaries of workflows, optionally only those with ``status``."""
-        return [row_summary(r) for r in self.backend.index.query(status=status, limit=limit)]
+        """Summaries of workflows, newest first: only those with ``status``, created at
+        or after ``since`` (epoch seconds) and whose name contains ``name``; at most
+        ``limit``. Reads every matching index row (the index is ordered by id)."""
+        rows = [r for r in self.backend.index.query(status=status)
+                if (since is None or r.created_at >= since)
+                and (name is None or name.lower() in r.name.lower())]
+        rows.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        return [row_summary(r) for r in rows[:limit]]
 
     def tasks(
         self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
         queue: str | None = None,
     ) -> list[dict[str, Any]]:
-        """The workflow's tasks (name, status, queue, attempt, ...) matching the filters."""
+        """The workflow's tasks (name, status, phase, queue, attempt, ...) matching the
+        filters; ``phase`` tells a queued or waiting ``running`` task from a started one."""
         state = self.state(workflow_id)
+        phases = task_phases(self.backend, state, self.clock())
         out = []
         for view in state.iter_task_views():
             if prefix and not view.name.startswith(prefix):
@@ -230,8 +244,22 @@ class WorkflowClient:
                 continue
             if queue and view.queue != queue:
                 continue
-            out.append(task_summary(view))
+            row = {**task_summary(view), "phase": phases[view.name]}
+            if state.graph.kind[state.graph.index[view.name]] == KIND_CHILD and view.attempt:
+                row["child"] = engine.child_workflow_id(workflow_id, view.name, view.attempt)
+            out.append(row)
         return out
+
+    def explain(self, workflow_id: str, task: str | None = None) -> list[dict[str, Any]]:
+        """Why each task (or ``task``) is where it is (see ``dagq.core.explain``)."""
+        state = self.state(workflow_id)
+        if task is not None and task not in state.graph.index:
+            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}")
+        return explanations(self.backend, state, self.clock(), task, self.outbox_grace_s)
+
+    def graph(self, workflow_id: str) -> dict[str, Any]:
+        """The run's graph model: tasks, dependencies, statuses and phases."""
+        return graph_of(self.backend, self.state(workflow_id), self.clock())
 
     def output(self, workflow_id: str, task: str) -> Any:
         """The task's output (large outputs fetched and MD5-checked); ``None`` if none."""

@@ -1,4 +1,5 @@
-"""Bad command-line input exits 1 with a message and writes nothing."""
+"""Bad command-line input gets a message and writes nothing: usage errors exit 2, bad
+data exits 1."""
 
 from __future__ import annotations
 
@@ -19,12 +20,15 @@ DAGQ = str(Path(sys.executable).parent / "dagq")
     ["submit", "a.yaml", "--max-fan-in", "1"],
     ["status"],
     ["no-such-command"],
+    ["list", "--since", "yesterday"],
+    ["submit", "a.yaml", "b.yaml", "--watch"],
+    ["wait"],
 ])
-def test_usage_errors_exit_1(tmp_path: Path, args: list[str]) -> None:
+def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
     env = dict(os.environ, DAGQ_STORE=f"sqlite:{tmp_path / 'x.db'}")
     out = subprocess.run([DAGQ, *args], env=env, capture_output=True, text=True,
                          cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=60)
-    assert out.returncode == 1, out
+    assert out.returncode == 2, out
     assert "Error" in out.stderr or "error" in out.stderr
 
 

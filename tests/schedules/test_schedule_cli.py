@@ -106,7 +106,7 @@ def test_add_rejects_bad_input_and_writes_nothing(dagq: Run, flow: str, args: li
 def test_usage_and_lookup_errors(dagq: Run, flow: str, tmp_path: Path) -> None:
     bad_param = dagq("schedule", "add", "job", flow, "--cron", "@daily", "--param", "novalue",
                      ok=False)
-    assert bad_param.returncode == 1 and "KEY=VALUE" in bad_param.stderr
+    assert bad_param.returncode == 2 and "KEY=VALUE" in bad_param.stderr  # a usage error
     bad_file = tmp_path / "bad.yaml"
     bad_file.write_text("name: x\ntasks: []\n")
     assert dagq("schedule", "add", "job", str(bad_file), "--cron", "@daily",

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
+from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.errors import DagqError, DefinitionError
+from dagq.wiring import backend_from_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,3 +47,14 @@ def handle_errors(f: F) -> F:
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def open_client(ctx: click.Context, store: str | None) -> WorkflowClient:
+    """A client on the configured store."""
+    settings = settings_from(ctx, store)
+    return WorkflowClient(backend_from_settings(settings), outbox_grace_s=settings.outbox_grace)
+
+
+def emit_json(value: Any) -> None:
+    """Print one JSON document on stdout."""
+    click.echo(json.dumps(value, indent=2, sort_keys=False, default=str))

@@ -11,13 +11,34 @@ import sys
 
 import click
 
-from dagq.cli import batch, files, run, schedule, services, workflows
+from dagq.cli import batch, explain, files, follow, graph, run, schedule, services, workflows
 
-COMMAND_MODULES = (batch, files, run, schedule, services, workflows)
+COMMAND_MODULES = (batch, explain, files, follow, graph, run, schedule, services, workflows)
 """Modules whose ``COMMANDS`` make up ``dagq``."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+USAGE_EXIT = 2
+"""Exit status of a usage error (bad flags or arguments), as click uses."""
+
+
+class DagqGroup(click.Group):
+    """A group whose command list shows each command's first sentence whole."""
+
+    group_class = type  # sub-groups (``dagq schedule``) list their commands the same way
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Like click's, but without cutting a summary at the terminal width."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=200)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=DagqGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--store", default=None, metavar="URL", help="Store URL (overrides DAGQ_STORE).")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.version_option(package_name="dagq")
@@ -37,9 +58,12 @@ def main() -> None:
     """Console-script entry point."""
     try:
         cli.main(prog_name="dagq", standalone_mode=False)
-    except click.UsageError as exc:  # bad input exits 1, like every other bad input
+    except click.exceptions.NoArgsIsHelpError as exc:  # `dagq` alone: help, success
+        click.echo(exc.ctx.get_help() if exc.ctx else cli.get_help(click.Context(cli)))
+        sys.exit(0)
+    except click.UsageError as exc:  # bad flags or arguments: exit 2 (bad data exits 1)
         exc.show()
-        sys.exit(1)
+        sys.exit(USAGE_EXIT)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

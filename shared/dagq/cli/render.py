@@ -13,6 +13,7 @@ from rich.table import Table
 STATUS_COLOURS = {
     "completed": "green", "running": "cyan", "ready": "blue", "pending": "white",
     "failed": "red", "upstream_failed": "magenta", "skipped": "yellow", "cancelled": "bright_black",
+    "queued": "bright_cyan", "waiting": "purple",
 }
 
 
@@ -21,12 +22,74 @@ def console() -> Console:
     return Console() if sys.stdout.isatty() else Console(stderr=True)
 
 
+FULL_COLUMNS = frozenset({"id", "name", "workflow", "worker", "queue"})
+"""Columns never shortened on a terminal (ids must stay copyable)."""
+
+
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """A simple table."""
-    table = Table(*headers, box=None, pad_edge=False)
+    """A table on a terminal; plain tab-separated rows, no header and nothing shortened
+    when stdout is not a terminal (``dagq list | cut -f1`` gives whole ids)."""
+    if not sys.stdout.isatty():
+        for row in rows:
+            sys.stdout.write("\t".join(_plain(v) for v in row) + "\n")
+        sys.stdout.flush()
+        return
+    table = Table(box=None, pad_edge=False)
+    for i, h in enumerate(headers):
+        widest = max((len(_plain(r[i])) for r in rows if i < len(r)), default=0)
+        full = h in FULL_COLUMNS
+        table.add_column(h, no_wrap=full, min_width=max(widest, len(h)) if full else None,
+                         overflow="fold")
     for row in rows:
         table.add_row(*(_cell(h, v) for h, v in zip(headers, row, strict=False)))
     Console().print(table)
+
+
+def _plain(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def shorten(text: str | None, width: int = 100) -> str:
+    """The first line of ``text``, cut at a word boundary to ``width`` characters."""
+    line = ((text or "").strip().splitlines() or [""])[0]
+    if len(line) <= width:
+        return line
+    cut = line[:width - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > width // 2 else cut).rstrip() + "…"
+
+
+def duration_text(seconds: float | None) -> str:
+    """``0.4s``, ``12s``, ``4m05s``, ``2h03m`` (empty for ``None``)."""
+    if seconds is None:
+        return ""
+    if seconds < 10:
+        return f"{max(seconds, 0):.1f}s"
+    s = int(seconds)
+    if s < 3600:
+        return f"{s}s" if s < 60 else f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def time_text(epoch: float | None, now: float) -> str:
+    """Local ``HH:MM:SS`` for today, ``YYYY-MM-DD HH:MM`` otherwise (empty for ``None``)."""
+    if epoch is None:
+        return ""
+    import time as _time
+
+    fmt = "%H:%M:%S" if _time.localtime(epoch)[:3] == _time.localtime(now)[:3] \
+        else "%Y-%m-%d %H:%M"
+    return _time.strftime(fmt, _time.localtime(epoch))
+
+
+def shown_status(task: dict[str, Any]) -> str:
+    """A task's status as views show it: the phase for running tasks (queued, waiting,
+    running), the status otherwise."""
+    phase = task.get("phase")
+    if task.get("status") == "running" and phase in ("queued", "waiting"):
+        return str(phase)
+    return str(task.get("status"))
 
 
 def _cell(header: str, value: Any) -> str:
@@ -42,12 +105,21 @@ def counts_text(counts: dict[str, int]) -> str:
                      for k, v in sorted(counts.items()) if v)
 
 
+def shown_counts(tasks: list[dict[str, Any]]) -> dict[str, int]:
+    """Tasks per shown status (queued and waiting counted apart from running)."""
+    out: dict[str, int] = {}
+    for t in tasks:
+        key = shown_status(t)
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
 def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
     """Workflow header, counts and a task table."""
     out = Console()
     colour = STATUS_COLOURS.get(summary["status"], "white")
     out.print(f"[bold]{summary['id']}[/]  {summary['name']}  [{colour}]{summary['status']}[/]")
-    out.print(counts_text(summary["counts"]))
+    out.print(counts_text(shown_counts(tasks) if tasks else summary["counts"]))
     if summary.get("parent_id"):
         out.print(f"child of {summary['parent_id']} (task {summary['parent_task']})")
     children = summary.get("children") or []
@@ -59,10 +131,27 @@ def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
             ccol = STATUS_COLOURS.get(c["status"], "white")
             out.print(f"{indent}└─ {c['id']} (task {c.get('parent_task')}) "
                       f"[{ccol}]{c['status']}[/] {counts_text(c['counts'])}", soft_wrap=True)
-    print_table(["name", "status", "queue", "attempt", "detail"], [
-        [t["name"], t["status"], t["queue"], t["attempt"],
-         ((t.get("error") or t.get("note") or "").splitlines() or [""])[0][:70]]
+    print_tasks(tasks)
+
+
+def print_tasks(tasks: list[dict[str, Any]], now: float | None = None) -> None:
+    """The task table: name, status (queued/waiting told from running), queue, attempt,
+    start, duration and the error or note."""
+    import time as _time
+
+    now = _time.time() if now is None else now
+    print_table(["name", "status", "queue", "attempt", "started", "duration", "detail"], [
+        [t["name"], shown_status(t), t["queue"], t["attempt"],
+         time_text(t.get("dispatched_at"), now),
+         duration_text(_elapsed(t.get("dispatched_at"), t.get("finished_at"), now)),
+         shorten(t.get("error") or t.get("note"))]
         for t in tasks])
+
+
+def _elapsed(start: float | None, end: float | None, now: float) -> float | None:
+    if start is None:
+        return None
+    return (end if end is not None else now) - start
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import threading
@@ -30,11 +31,13 @@ from dagq.wiring import backend_from_settings
               help="Worker slots per queue.")
 @click.option("--processor", "processors", multiple=True, metavar="MODULE:CLASS",
               help="Custom processor tried before the built-in ones (repeatable).")
+@click.option("--json", "as_json", is_flag=True,
+              help='At the end print {"id","status","counts","elapsed_s"} (and no id first).')
 @store_option
 @click.pass_context
 @handle_errors
 def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
-        processors: tuple[str, ...], store: str | None) -> None:
+        processors: tuple[str, ...], as_json: bool, store: str | None) -> None:
     """Run FILE to the end with live progress; exit 0 if it completed. Ctrl-C cancels it."""
     settings = settings_from(ctx, store)
     defn = load_file(file)
@@ -43,7 +46,8 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
     runtime = LocalRuntime(backend, settings, queues_of(defn), workers,
                            children=WorkflowClient(backend), processors=processors)
     wf_id = client.submit(defn, workflow_id=workflow_id).id
-    click.echo(wf_id)
+    if not as_json:
+        click.echo(wf_id)
     interrupted = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
     runtime.start()
@@ -58,6 +62,9 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
         f"workflow {wf_id} [{colour}]{final['status']}[/] in {time.monotonic() - started:.1f}s: "
         + "  ".join(f"{k}={v}" for k, v in sorted(final["counts"].items()) if v),
         soft_wrap=True)
+    if as_json:
+        click.echo(json.dumps({"id": wf_id, "status": final["status"], "counts": final["counts"],
+                               "elapsed_s": round(time.monotonic() - started, 3)}, indent=2))
     sys.exit(0 if final["status"] == "completed" else 1)
 
 

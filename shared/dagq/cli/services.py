@@ -140,37 +140,44 @@ def _running(keys: object, show: int = 3) -> str:
 @click.command()
 @click.option("--stale-pending", type=float, default=120.0, show_default=True,
               help="Flag pending workflows older than this many seconds.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"live_workers": {queue: [...]}, "problems": [...]}.')
 @store_option
 @click.pass_context
 @handle_errors
-def doctor(ctx: click.Context, stale_pending: float, store: str | None) -> None:
+def doctor(ctx: click.Context, stale_pending: float, as_json: bool, store: str | None) -> None:
     """Diagnose: stuck workflows, queues without workers, overdue tasks, dead letters."""
     settings = settings_from(ctx, store)
     backend = backend_from_settings(settings)
     now = time.time()
-    problems = 0
+    found: list[str] = []
+
+    def problem(text: str) -> None:
+        found.append(text)
+        if not as_json:
+            click.echo(f"PROBLEM {text}")
+
     workers = live_workers(backend.records, now, settings.heartbeat_interval)
-    click.echo("live workers:")
     rows = [[q, w["id"], _running(w.get("running")),
              f"{now - float(str(w['last_seen'])):.0f}s ago"]
             for q, ws in sorted(workers.items()) for w in ws]
-    print_table(["queue", "worker", "running", "last seen"], rows) if rows else click.echo("  none")
+    if not as_json:
+        click.echo("live workers:")
+        print_table(["queue", "worker", "running", "last seen"], rows) if rows \
+            else click.echo("  none")
     for q in sorted(set(backend.queues.names()) - {COMPLETIONS}):
         waiting = backend.queues.get(q).approximate_count()
         if waiting and q not in workers:
-            problems += 1
-            click.echo(f"PROBLEM queue {q!r}: {waiting} task(s) waiting and no live worker "
+            problem(f"queue {q!r}: {waiting} task(s) waiting and no live worker "
                        f"(start one: dagq worker {q})")
     for row in backend.index.query(status="pending"):
         if now - row.created_at > stale_pending:
-            problems += 1
-            click.echo(f"PROBLEM workflow {row.id} pending for {now - row.created_at:.0f}s: "
+            problem(f"workflow {row.id} pending for {now - row.created_at:.0f}s: "
                        "is a coordinator running? (dagq coordinator)")
     for q in [*backend.queues.names()]:
         dead = backend.queues.get(q).dead_letters(limit=20)
         for msg, reason in dead:
-            problems += 1
-            click.echo(f"PROBLEM dead-lettered message {msg.id} on {q!r}: {reason}")
+            problem(f"dead-lettered message {msg.id} on {q!r}: {reason}")
     from dagq.core import engine
     from dagq.core.engine.codec import loads
 
@@ -182,12 +189,14 @@ def doctor(ctx: click.Context, stale_pending: float, store: str | None) -> None:
         # a private copy: expiring it shows which attempts are overdue, nothing is written
         overdue = {t for t, old, _ in engine.expire(state, now).transitions if old == "running"}
         for task in sorted(overdue):
-            problems += 1
-            click.echo(f"PROBLEM task {task} of {row.id} is past its timeout "
+            problem(f"task {task} of {row.id} is past its timeout "
                        "(is its worker alive? the coordinator fails it after "
                        "DAGQ_TIMEOUT_GRACE)")
-    click.echo(f"{problems} problem(s) found", err=True)
-    sys.exit(1 if problems else 0)
+    if as_json:
+        click.echo(json.dumps({"live_workers": workers, "problems": found}, indent=2,
+                              default=str))
+    click.echo(f"{len(found)} problem(s) found", err=True)
+    sys.exit(1 if found else 0)
 
 
 COMMANDS = (coordinator, worker, doctor)

@@ -3,48 +3,53 @@ output, cancel, retry."""
 
 from __future__ import annotations
 
-import json
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import click
 
-from dagq.cli.common import handle_errors, settings_from, store_option
-from dagq.cli.render import print_status, print_table, progress_bar
-from dagq.client import WorkflowClient, row_summary
+from dagq.cli.common import emit_json, handle_errors, open_client, store_option
+from dagq.cli.params import SINCE
+from dagq.cli.render import (
+    duration_text,
+    print_status,
+    print_table,
+    print_tasks,
+    progress_bar,
+    time_text,
+)
+from dagq.client import Submitted, row_summary
 from dagq.compose.loader import load_file
-from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
+from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
-from dagq.errors import DagqError, DefinitionError
-from dagq.wiring import backend_from_settings
-
-
-def open_client(ctx: click.Context, store: str | None) -> WorkflowClient:
-    """A client on the configured store."""
-    return WorkflowClient(backend_from_settings(settings_from(ctx, store)))
-
-
-def emit_json(value: Any) -> None:
-    """Print one JSON document on stdout."""
-    click.echo(json.dumps(value, indent=2, sort_keys=False, default=str))
+from dagq.errors import DagqError, DefinitionError, WorkflowNotFound
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-def validate(files: tuple[str, ...]) -> None:
-    """Check definition FILES offline; exit 1 if any is invalid (problems on stderr)."""
+@click.option("--json", "as_json", is_flag=True,
+              help='Print [{"file","valid","tasks","problems"}] on stdout.')
+def validate(files: tuple[str, ...], as_json: bool) -> None:
+    """Check definition FILES offline; exit 1 if any is invalid."""
     bad = 0
+    report: list[dict[str, Any]] = []
     for path in files:
         try:
             defn = load_file(path)
         except DefinitionError as exc:
             bad += 1
+            report.append({"file": path, "valid": False, "tasks": None,
+                           "problems": [str(p) for p in exc.problems]})
             click.echo(f"{path}: invalid", err=True)
             for p in exc.problems:
                 click.echo(f"  - {p}", err=True)
             continue
+        report.append({"file": path, "valid": True, "tasks": len(defn.tasks), "problems": []})
         click.echo(f"{path}: ok ({len(defn.tasks)} tasks)", err=True)
+    if as_json:
+        emit_json(report)
     sys.exit(1 if bad else 0)
 
 
@@ -55,12 +60,23 @@ def validate(files: tuple[str, ...]) -> None:
               help="Restructure tasks with more dependencies than this into batches.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=20, show_default=True,
               help="Submissions in flight at once.")
+@click.option("--wait", "wait_", is_flag=True,
+              help="Then wait for the workflows to end (exit codes of `dagq wait`).")
+@click.option("--watch", "watch_", is_flag=True,
+              help="Then follow the workflow live (one file; exit codes of `dagq wait`).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=None,
+              help="With --wait/--watch: give up after this many seconds (exit 4).")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print [{"file","id","created"}] instead of one id per line.')
 @store_option
 @click.pass_context
 @handle_errors
 def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
-           max_fan_in: int | None, concurrency: int, store: str | None) -> None:
+           max_fan_in: int | None, concurrency: int, wait_: bool, watch_: bool,
+           timeout_s: float | None, as_json: bool, store: str | None) -> None:
     """Submit workflow FILES (or paths read from stdin); print one id per line."""
+    if wait_ and watch_:
+        raise click.UsageError("use either --wait or --watch, not both")
     paths = list(files)
     if not paths and not sys.stdin.isatty():
         paths = [line.strip() for line in sys.stdin if line.strip()]
@@ -68,6 +84,8 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
         raise click.UsageError("give definition files as arguments or one path per line on stdin")
     if workflow_id and len(paths) > 1:
         raise click.UsageError("--id can only be used with a single file")
+    if watch_ and len(paths) > 1:
+        raise click.UsageError("--watch follows one workflow: give a single file (or --wait)")
     defs = []
     failed = False
     for path in paths:  # validate everything first: bad input writes nothing
@@ -84,22 +102,36 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
     client = open_client(ctx, store)
     errors: list[str] = []
 
-    def one(defn: Any) -> str | None:
+    def one(defn: Any) -> Submitted | None:
         try:
-            return client.submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in).id
+            return client.submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in)
         except DagqError as exc:
             errors.append(f"{defn.name}: {exc}")
             return None
 
+    ids: list[str] = []
+    report: list[dict[str, Any]] = []
     with progress_bar(len(defs), "submitting") as advance, \
             ThreadPoolExecutor(min(concurrency, len(defs))) as pool:
-        for wf_id in pool.map(one, defs):
+        for path, done in zip(paths, pool.map(one, defs), strict=True):
             advance()
-            if wf_id is not None:
-                click.echo(wf_id)
+            if done is not None:
+                if not as_json:
+                    click.echo(done.id)
+                ids.append(done.id)
+                report.append({"file": path, "id": done.id, "created": done.created})
+    if as_json:
+        emit_json(report)
     for e in errors:
         click.echo(f"error: {e}", err=True)
-    sys.exit(1 if errors else 0)
+    if errors or not (wait_ or watch_):
+        sys.exit(1 if errors else 0)
+    sys.stdout.flush()
+    from dagq.cli.follow import wait_for, watch_workflow
+
+    if watch_:
+        sys.exit(watch_workflow(client, ids[0], 1.0, timeout_s))
+    sys.exit(wait_for(client, ids, timeout_s, 1.0))
 
 
 @click.command()
@@ -109,32 +141,51 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
 @click.pass_context
 @handle_errors
 def status(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
-    """Show a workflow's status, counts and tasks."""
+    """Show a workflow's status, counts and tasks.
+
+    JSON adds "phases": tasks per phase (queued and waiting apart from started)."""
     client = open_client(ctx, store)
     summary = client.summary(workflow_id)
     children = [row_summary(r) for r in client.descendants(workflow_id)]
     if children:
         summary["children"] = children
+    try:
+        rows = client.tasks(workflow_id)
+    except WorkflowNotFound:  # an index row whose state is not written yet
+        rows = []
     if as_json:
-        emit_json(summary)
+        phases: dict[str, int] = {}
+        for t in rows:
+            phases[t["phase"]] = phases.get(t["phase"], 0) + 1
+        emit_json({**summary, "phases": phases})
         return
-    print_status(summary, client.tasks(workflow_id))
+    print_status(summary, rows)
 
 
 @click.command(name="list")
 @click.option("--status", "status_", type=click.Choice(WORKFLOW_STATUSES), default=None)
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="At most this many (newest first).")
+@click.option("--since", type=SINCE, default=None, metavar="WHEN",
+              help="Only those created since WHEN: 30m, 2h, 1d or 2026-12-01[T10:00].")
+@click.option("--name", default=None, help="Only those whose name contains this.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @store_option
 @click.pass_context
 @handle_errors
-def list_(ctx: click.Context, status_: str | None, as_json: bool, store: str | None) -> None:
-    """List workflows (optionally by status)."""
-    rows = open_client(ctx, store).list_workflows(status=status_)
+def list_(ctx: click.Context, status_: str | None, limit: int | None, since: float | None,
+          name: str | None, as_json: bool, store: str | None) -> None:
+    """List workflows, newest first."""
+    rows = open_client(ctx, store).list_workflows(status=status_, limit=limit, since=since,
+                                                  name=name)
     if as_json:
         emit_json(rows)
         return
-    print_table(["id", "name", "status", "tasks"], [
-        [r["id"], r["name"], r["status"],
+    now = time.time()
+    print_table(["id", "name", "status", "started", "duration", "tasks"], [
+        [r["id"], r["name"], r["status"], time_text(r["created_at"], now),
+         duration_text((r["updated_at"] if r["status"] in TERMINAL_WORKFLOW_STATUSES
+                        else now) - r["created_at"]),
          " ".join(f"{k}={v}" for k, v in sorted(r["counts"].items()) if v)] for r in rows])
 
 
@@ -154,10 +205,7 @@ def tasks(ctx: click.Context, workflow_id: str, prefix: str | None, status_: str
     if as_json:
         emit_json(rows)
         return
-    print_table(["name", "status", "queue", "attempt", "error"], [
-        [r["name"], r["status"], r["queue"], r["attempt"],
-         (r["error"] or r["note"] or "").splitlines()[0][:60] if (r["error"] or r["note"]) else ""]
-        for r in rows])
+    print_tasks(rows)
 
 
 @click.command()
@@ -173,24 +221,30 @@ def output(ctx: click.Context, workflow_id: str, task: str, store: str | None) -
 
 @click.command()
 @click.argument("workflow_id")
+@click.option("--json", "as_json", is_flag=True, help='Print {"id","cancel_requested"}.')
 @store_option
 @click.pass_context
 @handle_errors
-def cancel(ctx: click.Context, workflow_id: str, store: str | None) -> None:
-    """Cancel a workflow: nothing new starts and running tasks are stopped."""
+def cancel(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
+    """Cancel a workflow: nothing new starts, running tasks are stopped."""
     open_client(ctx, store).cancel(workflow_id)
     click.echo(f"cancel requested for {workflow_id}", err=True)
+    if as_json:
+        emit_json({"id": workflow_id, "cancel_requested": True})
 
 
 @click.command()
 @click.argument("workflow_id")
+@click.option("--json", "as_json", is_flag=True, help='Print {"id","request_id"}.')
 @store_option
 @click.pass_context
 @handle_errors
-def retry(ctx: click.Context, workflow_id: str, store: str | None) -> None:
-    """Retry failed, upstream-failed and cancelled tasks of a finished workflow."""
-    open_client(ctx, store).retry(workflow_id)
+def retry(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
+    """Retry the failed, upstream-failed and cancelled tasks of a workflow."""
+    request_id = open_client(ctx, store).retry(workflow_id)
     click.echo(f"retry requested for {workflow_id}", err=True)
+    if as_json:
+        emit_json({"id": workflow_id, "request_id": request_id})
 
 
 COMMANDS = (validate, submit, status, list_, tasks, output, cancel, retry)

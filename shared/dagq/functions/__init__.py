@@ -3,7 +3,8 @@
 ``build_blueprints()`` reads the app settings once (the host indexes the app at start-up)
 and returns fresh blueprints, so tests can build every registration in one process:
 
-- ``http``: the HTTP API (``dagq.functions.http_api``);
+- ``http``: the HTTP API (``dagq.functions.http_api``) and the status page with its
+  views (``dagq.functions.status_api``);
 - the coordinator, chosen by ``DAGQ_COORDINATOR_TRIGGER``: ``servicebus`` (completion
   queue on Service Bus, sessions keyed by workflow id), ``storage_queue`` (completion
   queue on Storage Queues) or ``none`` (run ``dagq coordinator`` elsewhere). Unset, it
@@ -92,12 +93,14 @@ def build_blueprints(env: Mapping[str, str] | None = None,
     from dagq.functions.coordinator_sb import servicebus_blueprint
     from dagq.functions.http_api import http_blueprint
     from dagq.functions.schedules import schedules_blueprint
+    from dagq.functions.status_api import status_blueprint
     from dagq.functions.timers import timers_blueprint
 
     env = os.environ if env is None else env
     runtime = runtime or Runtime(env)
     trigger = coordinator_trigger(env)
-    blueprints = [http_blueprint(runtime, trigger), schedules_blueprint(runtime)]
+    blueprints = [http_blueprint(runtime, trigger), schedules_blueprint(runtime),
+                  status_blueprint(runtime)]
     if trigger != "none":
         _check_queue_setting(env)
         make = servicebus_blueprint if trigger == "servicebus" else storage_queue_blueprint

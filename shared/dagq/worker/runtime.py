@@ -355,6 +355,7 @@ class Worker:
     def _monitor(self) -> None:
         vis = self.settings.visibility_timeout
         next_beat = time.monotonic() + self.heartbeat.interval
+        last_beat, reported = 0.0, self.running_tasks()
         # runs until the slots are done, not just until shutdown: a draining task keeps
         # its message hidden for as long as it takes to honour SIGTERM
         while not self._slots_done.wait(0.2):
@@ -367,9 +368,13 @@ class Worker:
                 if now >= r.next_cancel_check:
                     r.next_cancel_check = now + self.settings.cancel_poll_interval
                     self._check_cancel(r)
-            if now >= next_beat:
+            keys = self.running_tasks()
+            # a changed running set is reported at once (at most once a second), so
+            # status views can tell a started attempt from a queued one
+            if now >= next_beat or (keys != reported and now >= last_beat + 1.0):
                 next_beat = now + self.heartbeat.interval
-                self.heartbeat.beat(self.running_tasks())
+                last_beat, reported = now, keys
+                self.heartbeat.beat(keys)
 
     def _extend(self, r: _Running, now: float) -> None:
         try:

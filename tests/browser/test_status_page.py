@@ -1,0 +1,167 @@
+"""The web status page in a real headless Chromium, against the Function App's HTTP
+handlers served on loopback: the workflows list, a running workflow (started and queued
+tasks told apart), a failed one with its task panel, and a 1,000-task run.
+
+Screenshots go to the test's temporary directory, or to docs/ when
+``DAGQ_UPDATE_SCREENSHOTS=1``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dagq.functions.http_api import http_blueprint
+from dagq.functions.runtime import Runtime
+from dagq.functions.status_api import status_blueprint
+from dagq.graph.palette import FILL
+from tests.browser.cdp import Browser
+from tests.browser.workloads import build_wide
+from tests.e2e.harness import Dagq, eventually, step
+from tests.functions.host import app_of
+from tests.functions.loopback import serve
+
+pytestmark = pytest.mark.slow
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def shots(tmp_path: Path) -> Path:
+    return DOCS if os.environ.get("DAGQ_UPDATE_SCREENSHOTS") == "1" else tmp_path
+
+
+def rgb(hex_colour: str) -> str:
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({r}, {g}, {b})"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dagq, str, dict[str, str]]]:
+    """A store with a coordinator and a ``default`` worker, three workflows (completed,
+    failed, running with a task queued on a queue nobody serves), and the page's server."""
+    d = Dagq(tmp_path_factory.mktemp("live"), base_env={"DAGQ_HEARTBEAT_INTERVAL": "1"})
+    d.coordinator()
+    d.worker("default", concurrency=2)
+    ids = {
+        "ok": d.submit(d.define("nightly-report", [
+            {"name": "fetch", "kwargs": {"cmd": "true"}},
+            {"name": "render", "depends_on": ["fetch"], "kwargs": {"cmd": "true"}}])),
+        "failed": d.submit(d.define("train-model", [
+            {"name": "data/load", "kwargs": {"cmd": "echo '{\"rows\": 42}' > $DAGQ_OUTPUT_FILE"}},
+            {"name": "train", "depends_on": ["data/load"],
+             "kwargs": {"cmd": "echo 'CUDA out of memory' >&2; exit 3"}},
+            {"name": "publish", "depends_on": ["train"], "kwargs": {"cmd": "true"}},
+            {"name": "lint", "kwargs": {"cmd": "true"}}])),
+        "running": d.submit(d.define("long-job", [
+            {"name": "warm-up", "kwargs": {"cmd": "true"}},
+            {"name": "crunch", "depends_on": ["warm-up"], "kwargs": {"cmd": step("--sleep", 300)}},
+            {"name": "render-gpu", "queue": "gpu", "kwargs": {"cmd": "true"}},
+            {"name": "summary", "depends_on": ["crunch", "render-gpu"],
+             "kwargs": {"cmd": "true"}}])),
+    }
+    d.wait_terminal(ids["ok"])
+    assert d.wait_terminal(ids["failed"])["status"] == "failed"
+    eventually(lambda: d.tasks(ids["running"])["crunch"].get("phase") == "started",
+               "crunch to start")
+    runtime = Runtime({"DAGQ_STORE": d.store})
+    app = app_of(http_blueprint(runtime), status_blueprint(runtime))
+    with serve(app) as url:
+        yield d, url, ids
+    runtime.close()
+    d.close()
+
+
+def ready(browser: Browser, url: str, view: str) -> None:
+    browser.open(url)
+    browser.wait_for(f"document.body.dataset.ready === {view!r}")
+
+
+def test_the_list_shows_every_workflow_newest_first_with_status_colours(
+        browser: Browser, live: tuple[Dagq, str, dict[str, str]], tmp_path: Path) -> None:
+    _, url, ids = live
+    ready(browser, f"{url}/api/status#/", "list")
+    rows: list[dict[str, Any]] = browser.eval("""[...document.querySelectorAll('#workflows tr.row')]
+        .map(r => ({id: r.dataset.id, status: r.querySelector('.badge').dataset.status,
+                    colour: r.querySelector('.badge').style.backgroundColor}))""")
+    assert [r["id"] for r in rows] == [ids["running"], ids["failed"], ids["ok"]]
+    assert rows[1]["status"] == "failed" and rows[1]["colour"] == rgb(FILL["failed"])
+    assert rows[2]["status"] == "completed" and rows[2]["colour"] == rgb(FILL["completed"])
+    browser.screenshot(shots(tmp_path) / "status-list.png")
+
+
+def nodes(browser: Browser) -> dict[str, dict[str, str]]:
+    value: dict[str, dict[str, str]] = browser.eval("""Object.fromEntries(
+        [...document.querySelectorAll('#graph g.node[data-task]')].map(g => [g.dataset.task,
+        {status: g.dataset.status, phase: g.dataset.phase,
+         fill: g.querySelector('rect').getAttribute('fill')}]))""")
+    return value
+
+
+def test_a_running_workflow_tells_started_from_queued_tasks(
+        browser: Browser, live: tuple[Dagq, str, dict[str, str]], tmp_path: Path) -> None:
+    _, url, ids = live
+    ready(browser, f"{url}/api/status#/wf/{ids['running']}", "workflow")
+    drawn = nodes(browser)
+    assert drawn["warm-up"] == {"status": "completed", "phase": "completed",
+                                "fill": FILL["completed"]}
+    assert drawn["crunch"] == {"status": "running", "phase": "started", "fill": FILL["started"]}
+    assert drawn["render-gpu"] == {"status": "running", "phase": "queued",
+                                   "fill": FILL["queued"]}
+    assert drawn["summary"]["phase"] == "pending"
+    table = browser.eval("""Object.fromEntries([...document.querySelectorAll('#tasks tr.row')]
+        .map(r => [r.dataset.task, r.querySelector('.badge').dataset.status]))""")
+    assert table == {"warm-up": "completed", "crunch": "running", "render-gpu": "queued",
+                     "summary": "pending"}
+    browser.eval("document.querySelector('#graph g.node[data-task=\"render-gpu\"]')"
+                 ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    reasons = browser.wait_for("document.querySelector('#panel:not([hidden]) #reasons')"
+                               "?.innerText")
+    assert "queue 'gpu' has no live worker" in reasons
+    browser.screenshot(shots(tmp_path) / "status-running.png")
+
+
+def test_a_failed_workflow_opens_the_failed_task_with_its_error(
+        browser: Browser, live: tuple[Dagq, str, dict[str, str]], tmp_path: Path) -> None:
+    _, url, ids = live
+    ready(browser, f"{url}/api/status#/wf/{ids['failed']}/task/train", "workflow")
+    drawn = nodes(browser)
+    assert drawn["train"]["fill"] == FILL["failed"]
+    assert drawn["publish"] == {"status": "upstream_failed", "phase": "upstream_failed",
+                                "fill": FILL["upstream_failed"]}
+    assert drawn["lint"]["status"] == "completed"
+    panel = browser.wait_for("document.querySelector('#panel:not([hidden])')?.innerText")
+    assert "train" in panel and "exit" in panel.lower() and "attempt 1 failed" in panel
+    browser.screenshot(shots(tmp_path) / "status-failed.png")
+    browser.eval("document.querySelector('#graph g.node[data-task=\"data/load\"]')"
+                 ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    output = browser.wait_for("document.querySelector('#panel-task')?.innerText"
+                              ".startsWith('data/load') && document.querySelector('#output')"
+                              ".innerText")
+    assert '"rows": 42' in output
+
+
+def test_a_thousand_task_run_folds_its_wide_layer_and_lists_every_task(
+        browser: Browser, tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'wide.db'}"
+    build_wide(store).close()
+    runtime = Runtime({"DAGQ_STORE": store})
+    with serve(app_of(http_blueprint(runtime), status_blueprint(runtime))) as url:
+        ready(browser, f"{url}/api/status#/wf/wide-1000", "workflow")
+        drawn = nodes(browser)
+        group = browser.eval("""(() => { const g = document.querySelector('#graph g.group');
+            return {members: g.dataset.members.split(' ').length,
+                    text: g.textContent}; })()""")
+        rows = browser.eval("document.querySelectorAll('#tasks tr.row').length")
+        render_ms = browser.eval("Number(document.body.dataset.renderMs)")
+        browser.screenshot(shots(tmp_path) / "status-1000.png")
+    runtime.close()
+    assert rows == 1000
+    assert len(drawn) + group["members"] == 1000 and len(drawn) < 40
+    failed = [n for n, v in drawn.items() if v["status"] == "failed"]
+    assert len(failed) == 20 and all(drawn[n]["fill"] == FILL["failed"] for n in failed)
+    assert drawn["prepare"]["fill"] == FILL["completed"]
+    assert group["text"].startswith("+") and "completed" in group["text"]
+    print(f"1,000-task page rendered {render_ms} ms after navigation")
