@@ -15,7 +15,7 @@ import azure.functions as func
 from dagq.client import row_summary
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
 from dagq.functions import new_blueprint
-from dagq.functions.errors import ApiError, json_response, to_api_error
+from dagq.functions.errors import json_response, to_api_error
 from dagq.functions.http_io import (
     choice_param,
     int_param,
@@ -23,10 +23,18 @@ from dagq.functions.http_io import (
     text_param,
 )
 from dagq.functions.runtime import Runtime
+from dagq.functions.task_data import route_value, task_file, task_files, task_output
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 AUTH = func.AuthLevel.FUNCTION
+MAX_WAIT_S = 200
+"""Longest ``?wait=``: an HTTP-triggered function must answer within 230 s whatever
+``functionTimeout`` says (Azure Load Balancer idle timeout; see
+https://github.com/MicrosoftDocs/azure-docs/blob/master/includes/functions-timeout-duration.md),
+so a bounded wait ends well before that."""
+WAIT_POLL_S = 1.0
+"""Seconds between index reads of a bounded wait (one read each)."""
 
 
 def _answer(handler: Callable[[], func.HttpResponse]) -> func.HttpResponse:
@@ -37,10 +45,7 @@ def _answer(handler: Callable[[], func.HttpResponse]) -> func.HttpResponse:
 
 
 def _route_id(req: func.HttpRequest) -> str:
-    workflow_id = str(req.route_params.get("id") or "")
-    if not workflow_id:
-        raise ApiError(400, "bad_parameter", "the URL names no workflow id")
-    return workflow_id
+    return route_value(req, "id", "workflow id")
 
 
 def submit(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
@@ -72,8 +77,14 @@ def list_workflows(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse
 
 
 def get_workflow(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``GET /workflows/{id}``: the summary ``dagq status --json`` prints."""
-    return json_response(runtime.client().summary(_route_id(req)))
+    """``GET /workflows/{id}[?wait=S]``: the summary ``dagq status --json`` prints; with
+    ``wait``, answered once the workflow is terminal or after ``S`` seconds."""
+    workflow_id = _route_id(req)
+    wait = int_param(req, "wait", 0, minimum=0, maximum=MAX_WAIT_S) or 0
+    client = runtime.client()
+    if wait:
+        return json_response(client.wait(workflow_id, wait, interval_s=WAIT_POLL_S))
+    return json_response(client.status(workflow_id))
 
 
 def list_tasks(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
@@ -150,6 +161,22 @@ def http_blueprint(runtime: Runtime, trigger: str = "none") -> func.Blueprint:
     @bp.route(route="workflows/{id}/tasks", methods=["GET"], auth_level=AUTH)
     def list_tasks_fn(req: func.HttpRequest) -> func.HttpResponse:
         return _answer(lambda: list_tasks(runtime, req))
+
+    @bp.function_name("task_output")
+    @bp.route(route="workflows/{id}/tasks/{task}/output", methods=["GET"], auth_level=AUTH)
+    def task_output_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: task_output(runtime, req))
+
+    @bp.function_name("task_files")
+    @bp.route(route="workflows/{id}/tasks/{task}/files", methods=["GET"], auth_level=AUTH)
+    def task_files_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: task_files(runtime, req))
+
+    @bp.function_name("task_file")
+    @bp.route(route="workflows/{id}/tasks/{task}/files/{*path}", methods=["GET"],
+              auth_level=AUTH)
+    def task_file_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: task_file(runtime, req))
 
     @bp.function_name("cancel_workflow")
     @bp.route(route="workflows/{id}/cancel", methods=["POST"], auth_level=AUTH)
