@@ -49,9 +49,12 @@ def handle_errors(f: F) -> F:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--store", default=None, metavar="URL", help="Store URL (overrides DAGQ_STORE).")
+@click.option("--api", default=None, envvar="DAGQ_API", metavar="URL",
+              help="Go through this dagq HTTP API instead of the store [DAGQ_API]; "
+                   "credentials from DAGQ_API_KEY, DAGQ_API_TOKEN or DAGQ_API_SCOPE.")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.version_option(package_name="dagq")
-def cli(store: str | None, verbose: int) -> None:
+def cli(store: str | None, api: str | None, verbose: int) -> None:
     """dagq: run DAG workflows of shell commands and Python functions, locally or on Azure."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -64,6 +67,7 @@ def main() -> None:
     from dagq.cli import files as _files  # noqa: F401
     from dagq.cli import run as _run  # noqa: F401
     from dagq.cli import schedule as _schedule  # noqa: F401
+    from dagq.cli import serve as _serve  # noqa: F401
     from dagq.cli import services as _services  # noqa: F401
     from dagq.cli import workflows as _workflows  # noqa: F401
 

@@ -13,15 +13,26 @@ import click
 from dagq.backends.wiring import backend_from_settings
 from dagq.cli.main import cli, handle_errors, settings_from, store_option
 from dagq.cli.render import print_status, print_table, progress_bar
-from dagq.client import WorkflowClient, row_summary
+from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.errors import DagqError, DefinitionError
+from dagq.workflow_api import WorkflowAPI
 
 
-def open_client(ctx: click.Context, store: str | None) -> WorkflowClient:
-    """A client on the configured store."""
+def open_client(ctx: click.Context, store: str | None) -> WorkflowAPI:
+    """The HTTP client when ``--api``/``DAGQ_API`` names an API, else a client on the
+    configured store."""
+    root = ctx.find_root().params or {}
+    api = root.get("api")
+    if api:
+        if store or root.get("store"):
+            raise click.UsageError("--store and --api both name where workflows live; "
+                                   "give one (unset DAGQ_API to use the store)")
+        from dagq.remote.client import Client
+
+        return Client.from_env(api)
     return WorkflowClient(backend_from_settings(settings_from(ctx, store)))
 
 
@@ -111,10 +122,7 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
 def status(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
     """Show a workflow's status, counts and tasks."""
     client = open_client(ctx, store)
-    summary = client.summary(workflow_id)
-    children = [row_summary(r) for r in client.descendants(workflow_id)]
-    if children:
-        summary["children"] = children
+    summary = client.status(workflow_id)
     if as_json:
         emit_json(summary)
         return
