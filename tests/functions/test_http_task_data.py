@@ -93,3 +93,13 @@ def test_bounded_wait_returns_at_the_end_or_the_timeout(fns: dict[str, Handler],
     status, answer = http(fns["get_workflow"], "GET", "", route={"id": "no"},
                           params={"wait": "5"})
     assert (status, answer["code"]) == (404, "not_found")
+
+
+def test_a_key_with_control_characters_is_a_400(fns: dict[str, Handler],
+                                                backend: Backend) -> None:
+    body = b'"\\e\\x10u": 1\nname: x\ntasks: []\n'  # found by the OpenAPI property run
+    status, answer = http(fns["submit_workflow"], "POST", "workflows", body=body)
+    assert (status, answer["code"]) == (400, "invalid_definition")
+    assert any("unknown field" in p["message"] and p["line"] == 1 for p in answer["details"])
+    status, answer = http(fns["list_workflows"], "GET", "", params={"status": ""})
+    assert (status, answer["code"]) == (400, "bad_parameter")

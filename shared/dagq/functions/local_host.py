@@ -134,12 +134,16 @@ class LocalHost:
                               f"/{self.prefix}/ (e.g. /{self.prefix}/workflows)")
             segments = segments[1:]
         allowed: set[str] = set()
+        closest: tuple[tuple[str, str], ...] | None = None
         for route in self.routes:
             params = route.match(segments)
             if params is None:
                 continue
             if method not in route.methods:
-                allowed |= route.methods
+                # 405's Allow names the methods of the most specific template that matched
+                if closest in (None, route.segments):
+                    closest = route.segments
+                    allowed |= route.methods
                 continue
             if not route.anonymous and not self._authorized(headers, query):
                 return _error(401, "unauthorized", "this API needs its key: send it in the "
