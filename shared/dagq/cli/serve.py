@@ -50,7 +50,8 @@ def serve(ctx: click.Context, host: str, port: int, key: str | None, store: str 
         raise click.UsageError(f"--host {host} makes the API reachable from other machines; "
                                "give it a key with --key KEY (or DAGQ_API_KEY)")
     settings = settings_from(ctx, store)
-    env = {**os.environ, "DAGQ_STORE": settings.store, "DAGQ_COORDINATOR_TRIGGER": "none"}
+    env = {**os.environ, "DAGQ_STORE": settings.store, "DAGQ_COORDINATOR_TRIGGER": "none",
+           "DAGQ_HTTP_AUTH": "key"}  # the key check is this server's own (--key)
     runtime = Runtime(env)
     runtime.backend()  # a bad or unreachable store fails here, before anything listens
     routes = http_routes(build_app(env, runtime))
