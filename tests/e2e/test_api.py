@@ -105,3 +105,7 @@ def test_a_key_guards_the_api(dagq: Dagq) -> None:
     assert res.returncode == 1 and "401" not in res.stderr and "DAGQ_API_KEY" in res.stderr
     refused = dagq.run("serve", "--host", "0.0.0.0", "--port", "0")
     assert refused.returncode != 0 and "--key" in refused.stderr
+    port = served.url.rsplit(":", 1)[1].split("/")[0]
+    taken = dagq.run("serve", "--port", port)
+    assert taken.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in taken.stderr
+    assert "Traceback" not in taken.stderr

@@ -11,6 +11,7 @@ import threading
 import click
 
 from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.errors import ConfigError
 
 DEFAULT_PORT = 7071
 """The port a local Functions host (``func start``) listens on, so URLs are the same."""
@@ -56,7 +57,12 @@ def serve(ctx: click.Context, host: str, port: int, key: str | None, store: str 
     runtime.backend()  # a bad or unreachable store fails here, before anything listens
     routes = http_routes(build_app(env, runtime))
     app = LocalHost(routes, key=key or None, max_body_bytes=settings.max_request_bytes)
-    server = make_local_server(app, host, port)
+    try:
+        server = make_local_server(app, host, port)
+    except OSError as exc:
+        runtime.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc} "
+                          "(choose another --port, or --port 0 for any free one)") from None
     stop = threading.Event()
 
     def shut_down(*_: object) -> None:
