@@ -49,20 +49,35 @@ def parity_workload(d: Dagq, name: str = "api") -> Path:
     ])
 
 
+def remote(d: Dagq, url: str, *args: str, cwd: Path | None = None
+           ) -> subprocess.CompletedProcess[str]:
+    """``dagq --api URL ARGS`` with ``DAGQ_STORE`` naming an empty store of its own, so it
+    can only answer through the API."""
+    decoy = {"DAGQ_STORE": f"sqlite:{d.root / 'not-the-store' / 'x.db'}"}
+    return d.run("--api", url, *args, cwd=cwd, env=decoy)
+
+
 def run_both(d: Dagq, url: str, *args: str, cwd: Path | None = None
              ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
     """``dagq ARGS`` on the store and ``dagq --api URL ARGS``."""
-    return d.run(*args, cwd=cwd), d.run("--api", url, *args, cwd=cwd)
+    return d.run(*args, cwd=cwd), remote(d, url, *args, cwd=cwd)
+
+
+def remote_ok(d: Dagq, url: str, *args: str) -> str:
+    """``remote(...)``, asserting exit 0; its stdout."""
+    res = remote(d, url, *args)
+    assert res.returncode == 0, f"dagq --api {shlex.join(args)}: {res.stdout}{res.stderr}"
+    return res.stdout
 
 
 def assert_same(d: Dagq, url: str, *args: str, cwd: Path | None = None) -> str:
     """Both ways give the same exit code, stdout and stderr; the stdout."""
-    direct, remote = run_both(d, url, *args, cwd=cwd)
+    direct, answer = run_both(d, url, *args, cwd=cwd)
     what = shlex.join(["dagq", *args])
     assert (direct.returncode, direct.stdout, direct.stderr) == (
-        remote.returncode, remote.stdout, remote.stderr), (
+        answer.returncode, answer.stdout, answer.stderr), (
         f"{what} differs over --api\n--- store: rc={direct.returncode}\n{direct.stdout}"
-        f"{direct.stderr}\n--- api: rc={remote.returncode}\n{remote.stdout}{remote.stderr}")
+        f"{direct.stderr}\n--- api: rc={answer.returncode}\n{answer.stdout}{answer.stderr}")
     return direct.stdout
 
 
@@ -72,7 +87,7 @@ def check_cli_parity(d: Dagq, url: str, deadline_s: float = 60.0) -> None:
     path = parity_workload(d)
     bad = d.write("bad.yaml", "name: bad\ntasks:\n  - {name: a, depends_on: [nowhere]}\n")
     other = d.write("other.yaml", "name: api\ntasks:\n  - {name: make, kwargs: {cmd: 'true'}}\n")
-    assert d.ok("--api", url, "submit", str(path), "--id", "p1").split() == ["p1"]
+    assert remote_ok(d, url, "submit", str(path), "--id", "p1").split() == ["p1"]
     assert d.ok("submit", str(path), "--id", "p2").split() == ["p2"]
     for wf in ("p1", "p2"):
         assert d.wait_terminal(wf, deadline_s)["status"] == "failed"
@@ -93,27 +108,27 @@ def check_cli_parity(d: Dagq, url: str, deadline_s: float = 60.0) -> None:
                  ["output", "p1", "zz"], ["output", "nope", "make"], ["files", "nope", "make"],
                  ["cancel", "nope"], ["retry", "nope"]):
         assert_same(d, url, *args)
-    assert '"children"' in d.ok("--api", url, "status", "p1", "--json")
+    assert '"children"' in remote_ok(d, url, "status", "p1", "--json")
     for where in ("a", "b"):
         (d.root / where).mkdir()
-    direct, remote = (d.run("files", "p1", "make", "--get", "dl", cwd=d.root / "a"),
-                      d.run("--api", url, "files", "p1", "make", "--get", "dl", cwd=d.root / "b"))
-    assert (direct.returncode, direct.stderr) == (remote.returncode, remote.stderr) == (
+    direct, answer = (d.run("files", "p1", "make", "--get", "dl", cwd=d.root / "a"),
+                      remote(d, url, "files", "p1", "make", "--get", "dl", cwd=d.root / "b"))
+    assert (direct.returncode, direct.stderr) == (answer.returncode, answer.stderr) == (
         0, "2 file(s) from dirs/p1/make/ written to dl\n")
     for rel, text in (("a.txt", "one\n"), ("sub/b c.txt", "two\n")):
         assert (d.root / "a/dl" / rel).read_text() == (d.root / "b/dl" / rel).read_text() == text
     # control: retry and cancel report the same way; their effect is seen both ways
-    direct, remote = d.run("retry", "p2"), d.run("--api", url, "retry", "p1")
-    assert (direct.returncode, remote.returncode) == (0, 0)
-    assert (direct.stderr, remote.stderr) == ("retry requested for p2\n",
+    direct, answer = d.run("retry", "p2"), remote(d, url, "retry", "p1")
+    assert (direct.returncode, answer.returncode) == (0, 0)
+    assert (direct.stderr, answer.stderr) == ("retry requested for p2\n",
                                               "retry requested for p1\n")
     for wf in ("p1", "p2"):
         eventually(lambda wf=wf: d.tasks(wf)["breaks"]["attempt"] == 2, f"{wf} retried",
                    deadline_s)
         assert d.wait_terminal(wf, deadline_s)["status"] == "failed"
     slow = d.define("slow", [{"name": "nap", "kwargs": {"cmd": "sleep 60"}}])
-    assert d.ok("--api", url, "submit", str(slow), "--id", "s1").split() == ["s1"]
+    assert remote_ok(d, url, "submit", str(slow), "--id", "s1").split() == ["s1"]
     eventually(lambda: d.statuses("s1")["nap"] == "running", "s1 to run", deadline_s)
-    remote = d.run("--api", url, "cancel", "s1")
-    assert (remote.returncode, remote.stderr) == (0, "cancel requested for s1\n")
+    answer = remote(d, url, "cancel", "s1")
+    assert (answer.returncode, answer.stderr) == (0, "cancel requested for s1\n")
     assert d.wait_terminal("s1", deadline_s)["status"] == "cancelled"
