@@ -27,6 +27,7 @@ def api(az: Dagq) -> Iterator[Served]:
     served.proc.stop()
 
 
+@pytest.mark.timeout(900)  # about 70 CLI processes; each start takes seconds on a busy machine
 def test_every_cli_verb_gives_the_same_answer_over_the_api(az: Dagq, api: Served) -> None:
     check_cli_parity(az, api.url, DEADLINE_S)
 
