@@ -13,10 +13,6 @@ _SHARED = str(Path(__file__).resolve().parent / "shared")
 if _SHARED not in sys.path:
     sys.path.insert(0, _SHARED)
 
-import azure.functions as func  # noqa: E402
+from dagq.functions import build_app  # noqa: E402
 
-from dagq.functions import build_blueprints  # noqa: E402
-
-app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
-for blueprint in build_blueprints():
-    app.register_functions(blueprint)
+app = build_app()

@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "WorkflowDef": "dagq.core.model",
     "TaskDef": "dagq.core.model",
     # running and inspecting
+    "Client": "dagq.remote.client",
     "WorkflowClient": "dagq.client",
     "Submitted": "dagq.client",
     "Settings": "dagq.config",
@@ -48,6 +49,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Chain",
+    "Client",
     "ConditionError",
     "ConfigError",
     "CronError",
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
         TaskError,
         WorkflowNotFound,
     )
+    from dagq.remote.client import Client
     from dagq.wiring import backend_from_settings
 
 

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dagq.core import engine
@@ -37,6 +38,8 @@ from dagq.ports import Backend, IndexRow
 from dagq.protocol import names
 from dagq.protocol.messages import ControlAction, ControlMessage
 from dagq.protocol.outputs import fetch_verified
+from dagq.waiting import poll_until_terminal
+from dagq.worker.dirsync import download_synced, list_synced, read_synced
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,199}$")
 
@@ -215,6 +218,22 @@ class WorkflowClient:
         row = self.row(workflow_id)
         return row_summary(row)
 
+    def status(self, workflow_id: str) -> dict[str, Any]:
+        """What ``dagq status --json`` prints: the summary, plus ``children`` (summaries of
+        every child workflow below this one) when there are any."""
+        summary = self.summary(workflow_id)
+        children = [row_summary(r) for r in self.descendants(workflow_id)]
+        if children:
+            summary["children"] = children
+        return summary
+
+    def wait(self, workflow_id: str, timeout_s: float | None = None, *,
+             interval_s: float = 1.0) -> dict[str, Any]:
+        """Poll until the workflow is terminal or ``timeout_s`` has passed; its ``status``
+        then (still running when the time ran out: check ``status``)."""
+        poll_until_terminal(lambda: self.summary(workflow_id), timeout_s, interval_s=interval_s)
+        return self.status(workflow_id)
+
     def list_workflows(
         self, status: str | None = None, limit: int | None = None, *,
         since: float | None = None, name: str | None = None,
@@ -271,6 +290,23 @@ class WorkflowClient:
         if view.output_ref is not None:
             return self.fetch_output(view.output_ref)
         return view.output
+
+    def files(self, workflow_id: str, task: str) -> list[dict[str, Any]]:
+        """``[{"path","size","md5"}]`` of the files ``task`` synced (``kwargs.bg_dirsync_to``);
+        ``task`` is the task's name or the ``dest`` its sync spec gave."""
+        self.row(workflow_id)
+        return [{"path": p, "size": n, "md5": m}
+                for p, n, m in list_synced(self.backend.outputs, workflow_id, task)]
+
+    def file(self, workflow_id: str, task: str, path: str) -> bytes:
+        """One synced file, MD5-checked; ``NotFound`` when ``task`` synced no such file."""
+        self.row(workflow_id)
+        return read_synced(self.backend.outputs, workflow_id, task, path)
+
+    def download_files(self, workflow_id: str, task: str, dest: Path) -> list[Path]:
+        """Write the files ``task`` synced into directory ``dest``; the paths written."""
+        self.row(workflow_id)
+        return download_synced(self.backend.outputs, workflow_id, task, dest)
 
     def fetch_output(self, ref: OutputRef) -> Any:
         """Load a stored output and verify its MD5."""

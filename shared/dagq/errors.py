@@ -15,7 +15,8 @@
     ├── WorkflowNotFound            no workflow has the given id
     ├── IdConflict                  an id is already used by a different definition
     ├── TaskError                   a task could not run or reported something invalid
-    └── BadMessage                  a queue message is malformed (dead-lettered, never retried)
+    ├── BadMessage                  a queue message is malformed (dead-lettered, never retried)
+    └── RemoteError                 the HTTP API refused a request (key, limits, server fault)
 
 Messages say what went wrong, where, and how to fix it.
 """
@@ -134,3 +135,15 @@ class TaskError(DagqError):
 
 class BadMessage(DagqError):
     """Raised when a queue message cannot be decoded into a dagq message."""
+
+
+class RemoteError(DagqError):
+    """Raised by the HTTP client for an answer no other error here describes (a missing
+    key, a request over a limit, a server fault); carries the answer's status and code."""
+
+    def __init__(self, message: str, status: int, code: str = "",
+                 details: list[object] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.details = details or []

@@ -9,7 +9,6 @@ import pytest
 from dagq.functions.http_api import http_blueprint
 from dagq.functions.runtime import Runtime
 from dagq.functions.status_api import status_blueprint
-from dagq.runtime.coordinator import Coordinator
 from dagq.worker.heartbeat import Heartbeat
 from tests.functions.host import Handler, app_of, http, user_functions
 
@@ -88,7 +87,7 @@ def test_explain_and_one_task(fns: dict[str, Handler]) -> None:
 
 def test_phases_follow_worker_heartbeats(fns: dict[str, Handler], runtime: Runtime) -> None:
     wf = submitted(fns)
-    coord = Coordinator(runtime.backend(), runtime.settings)
+    coord = runtime.coordinator()
     for _ in range(5):  # apply the start message: task a is dispatched
         coord.step()
     code, model = http(fns["workflow_graph"], "GET", f"workflows/{wf}/graph", route={"id": wf})
@@ -99,4 +98,3 @@ def test_phases_follow_worker_heartbeats(fns: dict[str, Handler], runtime: Runti
     Heartbeat(runtime.backend().records, "host:1:default", "default").beat([f"{wf}/a/1"])
     code, body = http(fns["list_tasks"], "GET", f"workflows/{wf}/tasks", route={"id": wf})
     assert [t["phase"] for t in body["tasks"]] == ["started", "pending"]
-    coord.close()

@@ -14,7 +14,7 @@ PUBLIC = {
     "__version__",
     "Chain", "Group", "WithDelay", "Workflow", "task", "workflow_factory", "load_file",
     "WorkflowDef", "TaskDef",
-    "WorkflowClient", "Submitted", "Settings", "open_backend", "backend_from_settings",
+    "Client", "WorkflowClient", "Submitted", "Settings", "open_backend", "backend_from_settings",
     "DagqError", "ConfigError", "DefinitionError", "Problem", "ConditionError", "CronError",
     "WorkflowNotFound", "IdConflict", "TaskError", "StoreError", "StoreUnavailable",
 }

@@ -14,6 +14,7 @@ from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.errors import DagqError, DefinitionError
 from dagq.wiring import backend_from_settings
+from dagq.workflow_api import WorkflowAPI
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,8 +50,18 @@ def handle_errors(f: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def open_client(ctx: click.Context, store: str | None) -> WorkflowClient:
-    """A client on the configured store."""
+def open_client(ctx: click.Context, store: str | None) -> WorkflowAPI:
+    """The HTTP client when ``--api``/``DAGQ_API`` names an API, else a client on the
+    configured store."""
+    root = ctx.find_root().params or {}
+    api = root.get("api")
+    if api:
+        if store or root.get("store"):
+            raise click.UsageError("--store and --api both name where workflows live; "
+                                   "give one (unset DAGQ_API to use the store)")
+        from dagq.remote.client import Client
+
+        return Client.from_env(api)
     settings = settings_from(ctx, store)
     return WorkflowClient(backend_from_settings(settings), outbox_grace_s=settings.outbox_grace)
 

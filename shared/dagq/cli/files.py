@@ -7,11 +7,9 @@ from pathlib import Path
 
 import click
 
-from dagq.cli.common import handle_errors, settings_from, store_option
+from dagq.cli.common import handle_errors, open_client, store_option
 from dagq.cli.render import print_table
-from dagq.client import WorkflowClient
-from dagq.wiring import backend_from_settings
-from dagq.worker.dirsync import dir_prefix, download_synced, list_synced
+from dagq.worker.dirsync import dir_prefix
 
 
 @click.command()
@@ -29,18 +27,17 @@ def files(ctx: click.Context, workflow_id: str, task: str, dest: Path | None, as
 
     TASK is the task's name, or the ``dest`` name its sync spec gave.
     """
-    backend = backend_from_settings(settings_from(ctx, store))
-    WorkflowClient(backend).row(workflow_id)  # WorkflowNotFound for an unknown id
+    client = open_client(ctx, store)
     if dest is not None:
-        written = download_synced(backend.outputs, workflow_id, task, dest)
+        written = client.download_files(workflow_id, task, dest)
         click.echo(f"{len(written)} file(s) from {dir_prefix(workflow_id, task)} "
                    f"written to {dest}", err=True)
         return
-    entries = list_synced(backend.outputs, workflow_id, task)
+    entries = client.files(workflow_id, task)
     if as_json:
-        click.echo(json.dumps([{"path": p, "size": n, "md5": m} for p, n, m in entries]))
+        click.echo(json.dumps(entries))
     elif entries:
-        print_table(["path", "size", "md5"], [list(e) for e in entries])
+        print_table(["path", "size", "md5"], [[e["path"], e["size"], e["md5"]] for e in entries])
     else:
         click.echo(f"no synced files under {dir_prefix(workflow_id, task)}", err=True)
 

@@ -36,9 +36,9 @@ from dagq.cli.render import (
     shown_counts,
     shown_status,
 )
-from dagq.client import WorkflowClient
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.errors import WorkflowNotFound
+from dagq.workflow_api import WorkflowAPI
 
 EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 3, "timeout": 4, "not_found": 5}
 """Exit code per outcome (2 is click's usage error)."""
@@ -47,7 +47,7 @@ MAX_DEPTH = 3
 """Levels of child workflows the watch view nests."""
 
 
-def wait_for(client: WorkflowClient, ids: Sequence[str], timeout_s: float | None,
+def wait_for(client: WorkflowAPI, ids: Sequence[str], timeout_s: float | None,
              interval_s: float) -> int:
     """Poll until every workflow in ``ids`` ended or ``timeout_s`` passed; the exit code."""
     try:
@@ -84,7 +84,7 @@ def outcome_code(statuses: Sequence[str] | Any) -> int:
     return 0
 
 
-def watch_workflow(client: WorkflowClient, wf_id: str, interval_s: float,
+def watch_workflow(client: WorkflowAPI, wf_id: str, interval_s: float,
                    timeout_s: float | None = None) -> int:
     """Show ``wf_id`` live until it ends (Ctrl-C stops watching, not the run)."""
     err = Console(stderr=True)
@@ -120,7 +120,7 @@ def watch_workflow(client: WorkflowClient, wf_id: str, interval_s: float,
             live.stop()
 
 
-def frame(client: WorkflowClient, summary: dict[str, Any],
+def frame(client: WorkflowAPI, summary: dict[str, Any],
           interactive: bool) -> tuple[Group, str]:
     """The live view of one workflow (children nested) and its one-line form."""
     now = time.time()
@@ -136,7 +136,7 @@ def _rows_limit() -> int:
     return max(10, shutil.get_terminal_size((100, 40)).lines - 4)
 
 
-def _add_workflow(client: WorkflowClient, summary: dict[str, Any], now: float, depth: int,
+def _add_workflow(client: WorkflowAPI, summary: dict[str, Any], now: float, depth: int,
                   out: list[Text], limit: int) -> None:
     pad = "  " * depth
     colour = STATUS_COLOURS.get(str(summary["status"]), "white")

@@ -11,9 +11,21 @@ import sys
 
 import click
 
-from dagq.cli import batch, explain, files, follow, graph, run, schedule, services, workflows
+from dagq.cli import (
+    batch,
+    explain,
+    files,
+    follow,
+    graph,
+    run,
+    schedule,
+    serve,
+    services,
+    workflows,
+)
 
-COMMAND_MODULES = (batch, explain, files, follow, graph, run, schedule, services, workflows)
+COMMAND_MODULES = (batch, explain, files, follow, graph, run, schedule, serve, services,
+                   workflows)
 """Modules whose ``COMMANDS`` make up ``dagq``."""
 
 
@@ -40,9 +52,12 @@ class DagqGroup(click.Group):
 
 @click.group(cls=DagqGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--store", default=None, metavar="URL", help="Store URL (overrides DAGQ_STORE).")
+@click.option("--api", default=None, envvar="DAGQ_API", metavar="URL",
+              help="Go through this dagq HTTP API instead of the store [DAGQ_API]; "
+                   "credentials from DAGQ_API_KEY, DAGQ_API_TOKEN or DAGQ_API_SCOPE.")
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.version_option(package_name="dagq")
-def cli(store: str | None, verbose: int) -> None:
+def cli(store: str | None, api: str | None, verbose: int) -> None:
     """dagq: run DAG workflows of shell commands and Python functions, locally or on Azure."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s",

@@ -20,7 +20,7 @@ from dagq.cli.render import (
     progress_bar,
     time_text,
 )
-from dagq.client import Submitted, row_summary
+from dagq.client import Submitted
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
@@ -145,10 +145,7 @@ def status(ctx: click.Context, workflow_id: str, as_json: bool, store: str | Non
 
     JSON adds "phases": tasks per phase (queued and waiting apart from started)."""
     client = open_client(ctx, store)
-    summary = client.summary(workflow_id)
-    children = [row_summary(r) for r in client.descendants(workflow_id)]
-    if children:
-        summary["children"] = children
+    summary = client.status(workflow_id)
     try:
         rows = client.tasks(workflow_id)
     except WorkflowNotFound:  # an index row whose state is not written yet

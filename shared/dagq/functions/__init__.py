@@ -38,7 +38,8 @@ QUEUE_BINDING = f"%{QUEUE_SETTING}%"
 Trigger = Literal["servicebus", "storage_queue", "none"]
 TRIGGERS: tuple[Trigger, ...] = ("servicebus", "storage_queue", "none")
 
-__all__ = ["Runtime", "build_blueprints", "completion_queue_name", "coordinator_trigger"]
+__all__ = ["Runtime", "build_app", "build_blueprints", "completion_queue_name",
+           "coordinator_trigger"]
 
 
 def new_blueprint() -> func.Blueprint:
@@ -108,3 +109,12 @@ def build_blueprints(env: Mapping[str, str] | None = None,
         schedule = env.get(SCHEDULE_SETTING) or DEFAULT_SWEEP_SCHEDULE
         blueprints.append(timers_blueprint(runtime, schedule))
     return blueprints
+
+
+def build_app(env: Mapping[str, str] | None = None,
+              runtime: Runtime | None = None) -> func.FunctionApp:
+    """A ``FunctionApp`` (auth level FUNCTION) with every blueprint registered."""
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.FUNCTION)
+    for blueprint in build_blueprints(env, runtime):
+        app.register_functions(blueprint)
+    return app

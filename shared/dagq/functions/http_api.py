@@ -1,4 +1,4 @@
-"""The HTTP API blueprint (route prefix ``/api``, auth level FUNCTION).
+"""The HTTP API blueprint (route prefix ``/api``; function key or Entra ID: see ``http_auth``).
 
 Handlers parse the request, call ``WorkflowClient`` (the class the CLI uses) and map
 errors to JSON; there is no engine logic here. Routes and answers are described in
@@ -14,7 +14,8 @@ import azure.functions as func
 from dagq.client import row_summary
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
 from dagq.functions import new_blueprint
-from dagq.functions.errors import ApiError, answer, json_response
+from dagq.functions.errors import answer, json_response
+from dagq.functions.http_auth import http_auth_level, identity_guard
 from dagq.functions.http_io import (
     choice_param,
     int_param,
@@ -22,19 +23,23 @@ from dagq.functions.http_io import (
     text_param,
 )
 from dagq.functions.runtime import Runtime
+from dagq.functions.task_data import route_value, task_file, task_files, task_output
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
-AUTH = func.AuthLevel.FUNCTION
+MAX_WAIT_S = 200
+"""Longest ``?wait=``: an HTTP-triggered function must answer within 230 s whatever
+``functionTimeout`` says (Azure Load Balancer idle timeout; see
+https://github.com/MicrosoftDocs/azure-docs/blob/master/includes/functions-timeout-duration.md),
+so a bounded wait ends well before that."""
+WAIT_POLL_S = 1.0
+"""Seconds between index reads of a bounded wait (one read each)."""
 
 
 
 
 def _route_id(req: func.HttpRequest) -> str:
-    workflow_id = str(req.route_params.get("id") or "")
-    if not workflow_id:
-        raise ApiError(400, "bad_parameter", "the URL names no workflow id")
-    return workflow_id
+    return route_value(req, "id", "workflow id")
 
 
 def submit(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
@@ -66,8 +71,14 @@ def list_workflows(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse
 
 
 def get_workflow(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``GET /workflows/{id}``: the summary ``dagq status --json`` prints."""
-    return json_response(runtime.client().summary(_route_id(req)))
+    """``GET /workflows/{id}[?wait=S]``: the summary ``dagq status --json`` prints; with
+    ``wait``, answered once the workflow is terminal or after ``S`` seconds."""
+    workflow_id = _route_id(req)
+    wait = int_param(req, "wait", 0, minimum=0, maximum=MAX_WAIT_S) or 0
+    client = runtime.client()
+    if wait:
+        return json_response(client.wait(workflow_id, wait, interval_s=WAIT_POLL_S))
+    return json_response(client.status(workflow_id))
 
 
 def list_tasks(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
@@ -119,49 +130,78 @@ def openapi() -> func.HttpResponse:
 def http_blueprint(runtime: Runtime, trigger: str = "none") -> func.Blueprint:
     """The HTTP functions, bound to ``runtime``; ``trigger`` is reported by ``/health``."""
     bp = new_blueprint()
+    auth, guard = http_auth_level(runtime.env), identity_guard(runtime.env)
 
     @bp.function_name("submit_workflow")
-    @bp.route(route="workflows", methods=["POST"], auth_level=AUTH)
+    @bp.route(route="workflows", methods=["POST"], auth_level=auth)
+    @guard
     def submit_workflow(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: submit(runtime, req))
 
     @bp.function_name("validate_workflow")
-    @bp.route(route="workflows/validate", methods=["POST"], auth_level=AUTH)
+    @bp.route(route="workflows/validate", methods=["POST"], auth_level=auth)
+    @guard
     def validate_workflow(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: validate(runtime, req))
 
     @bp.function_name("list_workflows")
-    @bp.route(route="workflows", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="workflows", methods=["GET"], auth_level=auth)
+    @guard
     def list_workflows_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: list_workflows(runtime, req))
 
     @bp.function_name("get_workflow")
-    @bp.route(route="workflows/{id}", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="workflows/{id}", methods=["GET"], auth_level=auth)
+    @guard
     def get_workflow_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: get_workflow(runtime, req))
 
     @bp.function_name("list_tasks")
-    @bp.route(route="workflows/{id}/tasks", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="workflows/{id}/tasks", methods=["GET"], auth_level=auth)
+    @guard
     def list_tasks_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: list_tasks(runtime, req))
 
+    @bp.function_name("task_output")
+    @bp.route(route="workflows/{id}/tasks/{task}/output", methods=["GET"], auth_level=auth)
+    @guard
+    def task_output_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return answer(lambda: task_output(runtime, req))
+
+    @bp.function_name("task_files")
+    @bp.route(route="workflows/{id}/tasks/{task}/files", methods=["GET"], auth_level=auth)
+    @guard
+    def task_files_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return answer(lambda: task_files(runtime, req))
+
+    @bp.function_name("task_file")
+    @bp.route(route="workflows/{id}/tasks/{task}/files/{*path}", methods=["GET"],
+              auth_level=auth)
+    @guard
+    def task_file_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return answer(lambda: task_file(runtime, req))
+
     @bp.function_name("cancel_workflow")
-    @bp.route(route="workflows/{id}/cancel", methods=["POST"], auth_level=AUTH)
+    @bp.route(route="workflows/{id}/cancel", methods=["POST"], auth_level=auth)
+    @guard
     def cancel_workflow(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: cancel(runtime, req))
 
     @bp.function_name("retry_workflow")
-    @bp.route(route="workflows/{id}/retry", methods=["POST"], auth_level=AUTH)
+    @bp.route(route="workflows/{id}/retry", methods=["POST"], auth_level=auth)
+    @guard
     def retry_workflow(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: retry(runtime, req))
 
     @bp.function_name("health")
-    @bp.route(route="health", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="health", methods=["GET"], auth_level=auth)
+    @guard
     def health_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: health(runtime, trigger))
 
     @bp.function_name("openapi")
-    @bp.route(route="openapi.json", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="openapi.json", methods=["GET"], auth_level=auth)
+    @guard
     def openapi_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(openapi)
 

@@ -75,8 +75,10 @@ def text_param(req: func.HttpRequest, name: str) -> str | None:
 
 
 def choice_param(req: func.HttpRequest, name: str, choices: Sequence[str]) -> str | None:
-    """A query value that must be one of ``choices``; 400 otherwise."""
-    value = text_param(req, name)
+    """A query value that must be one of ``choices``; 400 otherwise (an empty value too:
+    it is none of them)."""
+    raw = req.params.get(name)
+    value = None if raw is None else str(raw)
     if value is not None and value not in choices:
         raise ApiError(400, "bad_parameter",
                        f"query parameter {name}={value!r} is not one of: {', '.join(choices)}",

@@ -1,6 +1,6 @@
 """The schedules blueprint: a timer that fires due schedules every minute, and the HTTP
 routes ``/api/schedules`` (list, add), ``/api/schedules/{name}`` (show, remove) and
-``/api/schedules/{name}/pause|resume`` (auth level FUNCTION).
+``/api/schedules/{name}/pause|resume`` (function key or Entra ID: see ``http_auth``).
 
 Handlers parse, call ``ScheduleStore`` / ``Ticker`` (the classes ``dagq schedule`` and
 ``dagq scheduler`` use) and map errors to JSON ``{"error", "code", "details"}``: bad
@@ -23,6 +23,7 @@ from dagq.core.parse import definition_from_dict, load_definition
 from dagq.core.schedule.policy import ScheduleSpec
 from dagq.functions import new_blueprint
 from dagq.functions.errors import ApiError, answer, json_response
+from dagq.functions.http_auth import http_auth_level, identity_guard
 from dagq.functions.http_io import media_type, read_body
 from dagq.functions.runtime import Runtime
 from dagq.schedules.store import (
@@ -38,7 +39,6 @@ TICK_SCHEDULE = "0 * * * * *"
 """NCRONTAB of the ticker timer: second 0 of every minute."""
 TICK_TOLERANCE_S = 120.0
 """Fire times up to two timer periods old count as on time (a late timer start loses none)."""
-AUTH = func.AuthLevel.FUNCTION
 _TEXT, _OBJECT = ((str,), "a string"), ((dict,), "an object")
 _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "name": _TEXT, "cron": _TEXT, "definition": ((str, dict), "a string or an object"),
@@ -152,6 +152,7 @@ def set_paused(runtime: Runtime, req: func.HttpRequest, paused: bool) -> func.Ht
 def schedules_blueprint(runtime: Runtime, timer_schedule: str = TICK_SCHEDULE) -> func.Blueprint:
     """The ticker timer and the schedule routes, bound to ``runtime``."""
     bp = new_blueprint()
+    auth, guard = http_auth_level(runtime.env), identity_guard(runtime.env)
 
     @bp.function_name("schedule_ticker")
     @bp.timer_trigger(arg_name="timer", schedule=timer_schedule, run_on_startup=False,
@@ -162,32 +163,38 @@ def schedules_blueprint(runtime: Runtime, timer_schedule: str = TICK_SCHEDULE) -
         tick(runtime)
 
     @bp.function_name("list_schedules")
-    @bp.route(route="schedules", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="schedules", methods=["GET"], auth_level=auth)
+    @guard
     def list_schedules(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: list_all(runtime))
 
     @bp.function_name("add_schedule")
-    @bp.route(route="schedules", methods=["POST"], auth_level=AUTH)
+    @bp.route(route="schedules", methods=["POST"], auth_level=auth)
+    @guard
     def add_schedule(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: add(runtime, req))
 
     @bp.function_name("get_schedule")
-    @bp.route(route="schedules/{name}", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="schedules/{name}", methods=["GET"], auth_level=auth)
+    @guard
     def get_schedule(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: show(runtime, req))
 
     @bp.function_name("remove_schedule")
-    @bp.route(route="schedules/{name}", methods=["DELETE"], auth_level=AUTH)
+    @bp.route(route="schedules/{name}", methods=["DELETE"], auth_level=auth)
+    @guard
     def remove_schedule(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: remove(runtime, req))
 
     @bp.function_name("pause_schedule")
-    @bp.route(route="schedules/{name}/pause", methods=["POST"], auth_level=AUTH)
+    @bp.route(route="schedules/{name}/pause", methods=["POST"], auth_level=auth)
+    @guard
     def pause_schedule(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: set_paused(runtime, req, True))
 
     @bp.function_name("resume_schedule")
-    @bp.route(route="schedules/{name}/resume", methods=["POST"], auth_level=AUTH)
+    @bp.route(route="schedules/{name}/resume", methods=["POST"], auth_level=auth)
+    @guard
     def resume_schedule(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: set_paused(runtime, req, False))
 

@@ -16,7 +16,8 @@ import azure.functions as func
 
 from dagq.functions import new_blueprint
 from dagq.functions.errors import ApiError, answer, json_response
-from dagq.functions.http_api import AUTH, _route_id
+from dagq.functions.http_api import _route_id
+from dagq.functions.http_auth import http_auth_level, identity_guard
 from dagq.functions.http_io import choice_param, int_param, text_param
 from dagq.functions.runtime import Runtime
 from dagq.graph.render import FORMATS, MEDIA_TYPES, render
@@ -71,25 +72,30 @@ def task_detail(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
 
 def status_blueprint(runtime: Runtime) -> func.Blueprint:
     """The status page and view routes, bound to ``runtime``."""
+    auth, guard = http_auth_level(runtime.env), identity_guard(runtime.env)
     bp = new_blueprint()
 
     @bp.function_name("status_page")
-    @bp.route(route="status", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="status", methods=["GET"], auth_level=auth)
+    @guard
     def status_page_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(status_page)
 
     @bp.function_name("workflow_graph")
-    @bp.route(route="workflows/{id}/graph", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="workflows/{id}/graph", methods=["GET"], auth_level=auth)
+    @guard
     def graph_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: graph(runtime, req))
 
     @bp.function_name("workflow_explain")
-    @bp.route(route="workflows/{id}/explain", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="workflows/{id}/explain", methods=["GET"], auth_level=auth)
+    @guard
     def explain_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: explain(runtime, req))
 
     @bp.function_name("task_detail")
-    @bp.route(route="workflows/{id}/task", methods=["GET"], auth_level=AUTH)
+    @bp.route(route="workflows/{id}/task", methods=["GET"], auth_level=auth)
+    @guard
     def task_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: task_detail(runtime, req))
 

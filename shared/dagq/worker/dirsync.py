@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -188,17 +188,38 @@ def download_synced(outputs: OutputStore, workflow_id: str, name: str,
     """Download the synced files of ``name`` into ``dest`` (created), each checked against
     its MD5; the paths written. Raises ``TaskError`` on a corrupt or unsafe file."""
     prefix = dir_prefix(workflow_id, name)
+    entries = list_synced(outputs, workflow_id, name)
+    return write_files(dest, prefix, [(rel, md5) for rel, _, md5 in entries],
+                       lambda rel, md5: _verified(outputs, prefix + rel, md5))
+
+
+def write_files(dest: Path, label: str, entries: list[tuple[str, str]],
+                fetch: Callable[[str, str], bytes]) -> list[Path]:
+    """Write each ``(relative path, md5)`` of ``entries`` under ``dest`` with the bytes
+    ``fetch(path, md5)`` returns; ``TaskError`` for a path that would leave ``dest``."""
     root = Path(os.path.abspath(dest))
     written = []
-    for rel, _, md5 in list_synced(outputs, workflow_id, name):
+    for rel, md5 in entries:
         target = Path(os.path.abspath(root / rel))
         if root not in target.parents:
-            raise TaskError(f"synced file {prefix}{rel} would land outside {root}; refusing")
-        data = _verified(outputs, prefix + rel, md5)
+            raise TaskError(f"synced file {label}{rel} would land outside {root}; refusing")
+        data = fetch(rel, md5)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         written.append(target)
     return written
+
+
+def read_synced(outputs: OutputStore, workflow_id: str, name: str, rel: str) -> bytes:
+    """The MD5-checked bytes of one synced file; ``NotFound`` when there is none."""
+    if not rel or rel.startswith("/") or ".." in PurePosixPath(rel).parts:
+        raise TaskError(f"file path {rel!r} must be relative, like 'ckpt/model.pt' (no '..')")
+    full = dir_prefix(workflow_id, name) + rel
+    md5 = [m for n, _, m in outputs.list(full) if n == full]
+    if not md5:
+        raise NotFound(f"task {name!r} of workflow {workflow_id!r} synced no file {rel!r} "
+                       f"(list them with `dagq files {workflow_id} {name}`)")
+    return _verified(outputs, full, md5[0])
 
 
 def _verified(outputs: OutputStore, name: str, md5: str, tries: int = 3) -> bytes:

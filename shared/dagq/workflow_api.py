@@ -1,0 +1,79 @@
+"""``WorkflowAPI``: what the CLI asks of a client, met both by ``WorkflowClient`` (on a
+store) and by ``dagq.remote.Client`` (over HTTP).
+
+A command written against this protocol works with ``dagq --api URL`` as well as on a
+store; ``dagq.cli.workflows.open_client`` returns the one the flags ask for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from dagq.client import Submitted
+from dagq.core.model import WorkflowDef
+
+
+class WorkflowAPI(Protocol):
+    """Submit, inspect, wait for, cancel and retry workflows; read what tasks left."""
+
+    def submit(self, defn: WorkflowDef, *, workflow_id: str | None = None,
+               max_fan_in: int | None = None) -> Submitted:
+        """Submit a validated definition (idempotent with ``workflow_id``)."""
+        ...
+
+    def status(self, workflow_id: str) -> dict[str, Any]:
+        """The summary ``dagq status --json`` prints, children included."""
+        ...
+
+    def summary(self, workflow_id: str) -> dict[str, Any]:
+        """The workflow's summary without children."""
+        ...
+
+    def wait(self, workflow_id: str, timeout_s: float | None = None, *,
+             interval_s: float = 1.0) -> dict[str, Any]:
+        """``status`` once terminal or when ``timeout_s`` has passed."""
+        ...
+
+    def list_workflows(self, status: str | None = None, limit: int | None = None, *,
+                       since: float | None = None,
+                       name: str | None = None) -> list[dict[str, Any]]:
+        """Workflow summaries, newest first, filtered by status, creation time and name."""
+        ...
+
+    def explain(self, workflow_id: str, task: str | None = None) -> list[dict[str, Any]]:
+        """Why each task (or ``task``) is where it is."""
+        ...
+
+    def graph(self, workflow_id: str) -> dict[str, Any]:
+        """The run's graph model: tasks, dependencies, statuses and phases."""
+        ...
+
+    def tasks(self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
+              queue: str | None = None) -> list[dict[str, Any]]:
+        """Task summaries matching the filters."""
+        ...
+
+    def output(self, workflow_id: str, task: str) -> Any:
+        """A task's output (``None`` if none)."""
+        ...
+
+    def files(self, workflow_id: str, task: str) -> list[dict[str, Any]]:
+        """``[{"path","size","md5"}]`` of the files a task synced."""
+        ...
+
+    def file(self, workflow_id: str, task: str, path: str) -> bytes:
+        """One synced file, MD5-checked."""
+        ...
+
+    def download_files(self, workflow_id: str, task: str, dest: Path) -> list[Path]:
+        """Write a task's synced files under ``dest``."""
+        ...
+
+    def cancel(self, workflow_id: str) -> None:
+        """Request cancellation."""
+        ...
+
+    def retry(self, workflow_id: str) -> str:
+        """Retry failed tasks; the request id."""
+        ...
