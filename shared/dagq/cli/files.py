@@ -10,8 +10,9 @@ import click
 from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.cli.render import print_table
 from dagq.client import WorkflowClient
+from dagq.core.paths import dir_prefix
 from dagq.wiring import backend_from_settings
-from dagq.worker.dirsync import dir_prefix, download_synced, list_synced
+from dagq.worker.dirsync import download_synced, list_synced
 
 
 @click.command()
