@@ -57,7 +57,7 @@ from azure.servicebus.exceptions import (
 )
 from azure.servicebus.management import ServiceBusAdministrationClient
 
-from dagq.backends.azure.errors import Guard
+from dagq.backends.azure.errors import Guard, manage_right
 from dagq.backends.azure.naming import StoreNames
 from dagq.backends.azure.transport import Plumbing
 from dagq.errors import DagqError, NotFound, StoreError, StoreUnavailable
@@ -214,11 +214,14 @@ class ServiceBusQueue:
             m, reason=reason[:4000], error_description=reason[:4000]))
 
     def approximate_count(self) -> int:
-        """Active, scheduled and locked messages (needs the Manage right)."""
-        with self._o.guard(f"reading the length of queue {self._physical!r}"):
+        """Active messages: what receivers can take now, without dead-lettered, scheduled
+        or transfer messages (``total_message_count`` would count those too). Needs the
+        Manage right; without it ``StoreUnavailable`` says so."""
+        what = f"reading the length of queue {self._physical!r}"
+        with self._o.guard(what), manage_right(what):
             props = self._o.admin.get_queue_runtime_properties(self._physical)
             self._o.plumbing.count("queue.read")
-        return int(props.total_message_count or 0)
+        return int(props.active_message_count or 0)
 
     def dead_letters(self, limit: int = 100) -> list[tuple[Message, str]]:
         """Peek at the dead-letter sub-queue."""
@@ -336,7 +339,7 @@ class ServiceBusQueues:
 
     def names(self) -> list[str]:
         """Logical names of the namespace's task queues of this store."""
-        with self.guard("listing Service Bus queues"):
+        with self.guard("listing Service Bus queues"), manage_right("listing Service Bus queues"):
             found = [self.names_.logical(q.name) for q in self.admin.list_queues()]
             self.plumbing.count("queue.read")
         return sorted(n for n in found if n)
