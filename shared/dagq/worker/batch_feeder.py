@@ -13,6 +13,7 @@ import copy
 import json
 import logging
 import math
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -28,6 +29,8 @@ log = logging.getLogger("dagq.batch_feeder")
 
 API_VERSION = "2024-07-01.20.0"
 SCOPE = "https://batch.core.windows.net/.default"
+"""Token scope of the Batch service in the public cloud; ``DAGQ_BATCH_SCOPE`` overrides it
+(e.g. ``https://batch.chinacloudapi.cn/.default``)."""
 MAX_PER_CALL = 100  # Batch's limit for one add-task-collection request
 
 
@@ -172,4 +175,5 @@ def default_token() -> Callable[[], str]:
     from azure.identity import DefaultAzureCredential
 
     credential = DefaultAzureCredential()
-    return lambda: credential.get_token(SCOPE).token
+    scope = os.environ.get("DAGQ_BATCH_SCOPE") or SCOPE
+    return lambda: credential.get_token(scope).token

@@ -60,9 +60,11 @@ from azure.servicebus.management import ServiceBusAdministrationClient
 from dagq.backends.azure.errors import Guard, manage_right
 from dagq.backends.azure.naming import StoreNames
 from dagq.backends.azure.transport import Plumbing
+from dagq.core.limits import service_bus_id_problem
 from dagq.errors import DagqError, NotFound, StoreError, StoreUnavailable
 from dagq.ports import Message
 from dagq.protocol.names import COMPLETIONS
+from dagq.protocol.names import session_id as workflow_session
 
 MIN_WAIT = 1.0
 ID_PROPERTY = "dagq_id"
@@ -74,6 +76,9 @@ def build_message(body: bytes, *, delay_s: float, message_id: str | None,
                   original_id: str | None = None) -> ServiceBusMessage:
     """The Service Bus message for one ``send`` (``original_id``: the id a released copy
     keeps reporting)."""
+    for value, what in ((message_id, "message id"), (session_id, "session id")):
+        if value is not None and (problem := service_bus_id_problem(value, what)):
+            raise StoreError(f"{problem}: {value[:60]!r}...")  # the SDK would raise ValueError
     props: dict[str | bytes, Any] | None = {ID_PROPERTY: original_id} if original_id else None
     message = ServiceBusMessage(body, message_id=message_id, session_id=session_id,
                                 application_properties=props)
@@ -88,7 +93,7 @@ def session_of(body: bytes, message_id: str | None) -> str:
         workflow_id = json.loads(body).get("workflow_id")
     except (ValueError, AttributeError):
         workflow_id = None
-    return str(workflow_id or message_id or "dagq")
+    return workflow_session(str(workflow_id or message_id or "dagq"))
 
 
 def to_message(m: ServiceBusReceivedMessage) -> Message:
