@@ -69,17 +69,20 @@ def parse_spec(value: Any, *, task: str, cwd: str | None, default_every: float) 
     if isinstance(every, bool) or not isinstance(every, int | float) or not every > 0:
         raise TaskError(f"kwargs.bg_dirsync_to.every_s must be a number of seconds above 0, "
                         f"got {every!r}")
-    name = spec.get("dest", task)
-    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
-    if not parts or name.startswith("/") or ".." in parts or "\\" in name:
-        raise TaskError(f"kwargs.bg_dirsync_to.dest must be a relative name like 'ckpt' or "
-                        f"'train/ckpt' (no '..'), got {name!r}")
-    if (problem := segment_problem("/".join(parts), "kwargs.bg_dirsync_to.dest")) is not None:
+    name = task  # one encoded object-name segment, whatever characters the task name has
+    if "dest" in spec:
+        dest = spec["dest"]
+        parts = PurePosixPath(dest).parts if isinstance(dest, str) else ()
+        if not parts or dest.startswith("/") or ".." in parts or "\\" in dest:
+            raise TaskError(f"kwargs.bg_dirsync_to.dest must be a relative name like 'ckpt' "
+                            f"or 'train/ckpt' (no '..'), got {dest!r}")
+        name = "/".join(parts)
+    if (problem := segment_problem(name, "kwargs.bg_dirsync_to.dest")) is not None:
         raise TaskError(problem)
     local = Path(path)
     if not local.is_absolute():
         local = Path(cwd or os.getcwd()) / local
-    return SyncSpec(Path(os.path.abspath(local)), float(every), "/".join(parts))
+    return SyncSpec(Path(os.path.abspath(local)), float(every), name)
 
 
 class DirSync:
