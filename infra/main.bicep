@@ -23,7 +23,9 @@ param storePrefix string = 'dagq'
 @description('Put task and completion queues on Service Bus (true) or on Storage queues (false).')
 param useServiceBus bool = true
 
-@description('Hardware classes (queue names of task definitions); each gets a task queue {p}-q-{class}.')
+// Bicep has no pattern decorator (Azure/bicep#9229): the lengths are bounded here and dagq
+// checks the characters (dagq.core.rules.queue_problem; tests/infra checks shipped values).
+@description('Hardware classes (queue names of task definitions): 1-36 lowercase letters, digits and single hyphens each; each gets a task queue {p}-q-{class}.')
 @minLength(1)
 param hardwareClasses array = [
   'default'
@@ -65,7 +67,11 @@ param storageSku string = 'Standard_ZRS'
 @maxValue(365)
 param deleteRetentionDays int = 7
 
-@description('On-demand instances per Flex scale group. 1 keeps the coordinator on a single instance (and the HTTP group too).')
+// Documented range 1-1000, applied per function scale group (HTTP functions share one
+// group; each other trigger has its own); always-ready instances are not counted.
+// https://learn.microsoft.com/azure/azure-functions/event-driven-scaling#limit-scale-out
+// It caps, it does not guarantee a single instance: correctness rests on the state CAS.
+@description('On-demand instances per Flex scale group (1-1000). 1 asks for one coordinator instance; the platform does not guarantee it (see docs/functions.md).')
 @minValue(1)
 @maxValue(1000)
 param maximumInstanceCount int = 1
@@ -112,14 +118,17 @@ var workspaceName = 'log-${baseName}-${suffix}'
 var appInsightsName = 'appi-${baseName}-${suffix}'
 var packageContainerName = '${storePrefix}-package'
 
-// Built-in role definition ids. Data-plane roles only: no Owner, Contributor or
-// Storage Account Contributor (a management role that can read account keys).
+// Built-in role definition ids, as listed in
+// https://learn.microsoft.com/azure/role-based-access-control/built-in-roles (the same in
+// every cloud; tests/infra pins each one by its role name). Data-plane roles only: no
+// Owner, Contributor or Storage Account Contributor (a management role that can read
+// account keys).
 var roles = {
   storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
   storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
   storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
-  serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2552ae39'
+  serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39'
   serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0'
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
 }

@@ -21,6 +21,7 @@ from dagq.core import engine
 from dagq.core.engine import WorkflowState, dumps, loads
 from dagq.core.engine.graph import KIND_CHILD
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
+from dagq.core.name_rules import workflow_id_problem
 from dagq.core.parse import definition_hash
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.core.validate import validate
@@ -41,8 +42,6 @@ from dagq.protocol.outputs import fetch_verified
 from dagq.waiting import poll_until_terminal
 from dagq.worker.dirsync import download_synced, list_synced, read_synced
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,199}$")
-
 
 @dataclass(frozen=True)
 class Submitted:
@@ -56,12 +55,10 @@ class Submitted:
 
 def check_workflow_id(workflow_id: str) -> None:
     """Raise ``DefinitionError`` if ``workflow_id`` cannot name a workflow."""
-    if not _ID_RE.match(workflow_id):
+    if (problem := workflow_id_problem(workflow_id)) is not None:
         from dagq.errors import Problem
 
-        raise DefinitionError([Problem(
-            f"workflow id {workflow_id!r} is invalid: use 1-200 letters, digits, '.', '_', '~'"
-            " or '-', starting with a letter or digit", field="id")])
+        raise DefinitionError([Problem(problem, field="id")])
 
 
 def new_workflow_id(name: str, now: float) -> str:

@@ -121,6 +121,11 @@ class StoreUnavailable(StoreError):
     """Raised when the backend cannot be reached or rejects the credentials."""
 
 
+class MissingRight(StoreUnavailable):
+    """Raised when the credentials work but lack a right an optional operation needs (such
+    as the Service Bus Manage right for queue lengths)."""
+
+
 class WorkflowNotFound(DagqError):
     """Raised when no workflow has the given id."""
 

@@ -186,7 +186,9 @@ class Queue(Protocol):
         ...
 
     def approximate_count(self) -> int:
-        """Messages waiting (visible or not), approximately."""
+        """Messages waiting or being processed (visible or locked), approximately; never
+        dead letters. Delayed messages count where the service cannot tell them apart
+        (Storage queues, SQLite), not on Service Bus (its active count)."""
         ...
 
     def dead_letters(self, limit: int = 100) -> list[tuple[Message, str]]:

@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dagq.core import paths
 from dagq.errors import TaskError
 from dagq.ports import Backend
 
@@ -100,7 +101,7 @@ def stash_file(path: str | Path, name: str | None = None) -> dict[str, Any]:
     """Store a file in output storage; returns a reference to put in an output."""
     p = Path(path)
     data = p.read_bytes()
-    obj = f"files/{_env('DAGQ_WORKFLOW_ID')}/{_env('DAGQ_TASK')}/{name or p.name}"
+    obj = paths.file_name(_env("DAGQ_WORKFLOW_ID"), _env("DAGQ_TASK"), name or p.name)
     md5 = _backend().outputs.put(obj, data)
     return {FILE_KEY: {"name": obj, "md5": md5, "size": len(data), "filename": name or p.name}}
 

@@ -58,9 +58,11 @@ def test_every_accepted_prefix_yields_valid_azure_names(raw: str) -> None:
     ("azure:///prefix", ["names no storage account"]),
     ("azure://Bad_Account!/p", ["not a storage account name"]),
     ("azure://ab/prefix", ["not a storage account name"]),
-    ("azure://acct123/--", ["prefix", "1-24", "starting with a letter"]),
+    ("azure://acct123/--", ["prefix", "3-24", "starting with a letter"]),
+    ("azure://acct123/ab", ["3-24"]),
+    ("azure://acct123.not_a_suffix/p", ["endpoint suffix"]),
     ("azure://acct123/1abc", ["starting with a letter"]),
-    ("azure://acct123/" + "x" * 25, ["1-24"]),
+    ("azure://acct123/" + "x" * 25, ["3-24"]),
     ("blob://acct123/p", ["azure://ACCOUNT/PREFIX"]),
 ])
 def test_unusable_store_urls_are_explained(url: str, words: list[str]) -> None:
@@ -103,3 +105,22 @@ def test_escaped_keys_are_legal_and_reversible(key: str) -> None:
 @given(st.text(), st.text())
 def test_escaping_preserves_prefixes(prefix: str, rest: str) -> None:
     assert escape_key(prefix + rest).startswith(escape_key(prefix))
+
+
+@pytest.mark.parametrize(("url", "suffix"), [
+    ("azure://acct123/p-1", "core.windows.net"),
+    ("azure://acct123.core.chinacloudapi.cn/p-1", "core.chinacloudapi.cn"),
+    ("azure://acct123.blob.core.usgovcloudapi.net/p-1", "core.usgovcloudapi.net"),
+])
+def test_the_store_url_names_the_cloud_endpoints(url: str, suffix: str) -> None:
+    names = parse_store_url(url)
+    assert (names.account, names.prefix, names.suffix) == ("acct123", "p-1", suffix)
+    assert names.endpoint("queue") == f"https://acct123.queue.{suffix}"
+
+
+def test_store_prefixes_at_and_over_the_bounds() -> None:
+    assert parse_store_url("azure://acct123/abc").prefix == "abc"
+    assert parse_store_url("azure://acct123/" + "x" * 24).prefix == "x" * 24
+    for bad in ("ab", "x" * 25):
+        with pytest.raises(ConfigError):
+            parse_store_url(f"azure://acct123/{bad}")

@@ -19,7 +19,7 @@ from dagq.backends.azure.servicebus import (
     session_of,
     to_message,
 )
-from dagq.errors import ConfigError, StoreUnavailable
+from dagq.errors import ConfigError, StoreError, StoreUnavailable
 
 NOW = 1_800_000_000.0
 # An emulator-style string: the SDK connects to plain AMQP on 127.0.0.1, where nothing
@@ -105,3 +105,18 @@ def test_a_malformed_service_bus_connection_string_is_a_config_error() -> None:
         open_azure_backend("azure://devstoreaccount1/mlp", "sb://my-namespace",
                            connection_string="UseDevelopmentStorage=true",
                            servicebus_connection_string="garbage")
+
+
+def test_ids_at_and_over_128_characters() -> None:
+    build_message(b"x", delay_s=0.0, message_id="m" * 128, session_id="s" * 128, now=NOW)
+    for kw in ({"message_id": "m" * 129, "session_id": None},
+               {"message_id": None, "session_id": "s" * 129}):
+        with pytest.raises(StoreError) as err:
+            build_message(b"x", delay_s=0.0, now=NOW, **kw)
+        assert "129 characters long; Service Bus allows 128" in str(err.value)
+
+
+def test_a_long_workflow_id_gives_a_bounded_session() -> None:
+    body = json.dumps({"type": "completion", "workflow_id": "w" * 200}).encode()
+    session = session_of(body, None)
+    assert len(session) == 128 and session == session_of(body, "other")

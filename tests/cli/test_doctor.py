@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.core.model import TaskDef, WorkflowDef
@@ -43,3 +45,24 @@ def test_doctor_is_quiet_on_a_healthy_store(tmp_path: Path) -> None:
                          timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "0 problem(s) found" in out.stderr
+
+
+def test_doctor_without_the_right_to_read_queue_lengths_says_so_and_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from dagq.cli import services
+    from dagq.cli.main import cli
+    from dagq.errors import MissingRight
+
+    backend = backend_from_settings(Settings.from_env({"DAGQ_STORE": f"sqlite:{tmp_path}/x.db"}))
+
+    def refused() -> list[str]:  # the injected fault: a namespace without Manage
+        raise MissingRight("listing Service Bus queues: access refused: needs Manage")
+
+    monkeypatch.setattr(backend.queues, "names", refused)
+    monkeypatch.setattr(services, "backend_from_settings", lambda settings: backend)
+    result = CliRunner().invoke(cli, ["doctor"], env={"DAGQ_STORE": f"sqlite:{tmp_path}/x.db"})
+    assert result.exit_code == 0, result.output
+    assert "SKIPPED queue lengths and the full queue list" in result.output
+    assert "needs Manage" in result.output

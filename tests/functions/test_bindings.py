@@ -164,6 +164,19 @@ def test_openapi_operations_declare_their_path_parameters_and_errors() -> None:
                 assert {"400", "413", "415"} <= set(op["responses"]), path
 
 
+SERVICE_BUS_OPTIONS = {
+    "prefetchCount", "autoCompleteMessages", "maxAutoLockRenewalDuration", "maxConcurrentCalls",
+    "maxConcurrentSessions", "maxMessageBatchSize", "minMessageBatchSize", "maxBatchWaitTime",
+    "sessionIdleTimeout", "clientRetryOptions", "transportType", "webProxy",
+    "enableCrossEntityTransactions", "maxConcurrentCallsPerSession",
+}
+"""``ServiceBusOptions`` of the Service Bus extension 5.x (the bundle's): Azure/azure-sdk-for-net,
+sdk/servicebus/Microsoft.Azure.WebJobs.Extensions.ServiceBus/src/Config/ServiceBusOptions.cs."""
+QUEUES_OPTIONS = {"batchSize", "newBatchThreshold", "maxPollingInterval", "visibilityTimeout",
+                  "maxDequeueCount", "messageEncoding"}
+"""``QueuesOptions`` of the Storage queues extension 5.x (host.json ``extensions.queues``)."""
+
+
 def test_host_json() -> None:
     host = json.loads((ROOT / "host.json").read_text())
     assert host["version"] == "2.0"
@@ -171,9 +184,12 @@ def test_host_json() -> None:
                                        "version": "[4.*, 5.0.0)"}
     assert host["functionTimeout"] == "00:10:00"
     sb = host["extensions"]["serviceBus"]
-    assert sb["maxConcurrentCalls"] == 1 and sb["maxConcurrentSessions"] >= 1
     assert sb["autoCompleteMessages"] is True
+    assert set(sb) <= SERVICE_BUS_OPTIONS, set(sb) - SERVICE_BUS_OPTIONS
+    # a batched session trigger runs one session at a time: these would only mislead
+    assert not {"maxConcurrentCalls", "maxConcurrentSessions"} & set(sb)
     queues = host["extensions"]["queues"]
+    assert set(queues) <= QUEUES_OPTIONS, set(queues) - QUEUES_OPTIONS
     assert (queues["batchSize"], queues["newBatchThreshold"]) == (1, 0)
     assert queues["messageEncoding"] == "base64"  # what the Storage queue backend writes
     sampling = host["logging"]["applicationInsights"]["samplingSettings"]

@@ -100,8 +100,11 @@ def test_client_id_is_idempotent(fns: dict[str, Handler], backend: Backend) -> N
     (DIAMOND, "application/yaml", {"max_fan_in": "one"}, 400, "bad_parameter"),
     (b"name: p\ntasks:\n  - name: sub\n    workflow: child.yaml\n", "application/yaml", {},
      400, "invalid_definition"),
+    (DIAMOND, "application/yaml", {"id": "w" * 201}, 400, "invalid_definition"),
+    (b"name: " + b"n" * 201 + b"\ntasks:\n  - name: a\n    kwargs: {cmd: 'true'}\n",
+     "application/yaml", {}, 400, "invalid_definition"),
 ], ids=["invalid-yaml", "cycle", "invalid-json", "empty", "content-type", "bad-id",
-        "bad-fan-in", "child-file-path"])
+        "bad-fan-in", "child-file-path", "id-over-200", "name-over-200"])
 def test_bad_submissions_write_nothing(fns: dict[str, Handler], backend: Backend, body: bytes,
                                        content_type: str, params: dict[str, str], status: int,
                                        code: str) -> None:

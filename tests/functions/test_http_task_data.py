@@ -8,10 +8,10 @@ import json
 
 import azure.functions as func
 
+from dagq.core.paths import dir_entry, dir_prefix
 from dagq.ports import Backend
 from dagq.protocol.messages import CompletionMessage
 from dagq.protocol.names import COMPLETIONS
-from dagq.worker.dirsync import dir_prefix
 from tests.functions.host import Handler, deliver_storage_queue, http
 
 ONE = b"name: one\ntasks:\n  - {name: a, kwargs: {cmd: 'true'}}\n"
@@ -54,7 +54,7 @@ def test_files_list_and_download(fns: dict[str, Handler], backend: Backend) -> N
         200, {"id": "w", "task": "a", "files": []})
     blobs = {"model.bin": b"\x00\x01weights", "logs/epoch 1.txt": b"loss=1\n"}
     for rel, data in blobs.items():
-        backend.outputs.put(dir_prefix("w", "a") + rel, data)
+        backend.outputs.put(dir_entry(dir_prefix("w", "a"), rel), data)  # as the worker syncs
     status, listing = http(fns["task_files"], "GET", "", route=route)
     assert status == 200
     assert listing["files"] == [

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from dagq.backends.azure.naming import parse_queues_url, parse_store_url
+from dagq.backends.azure.naming import fold, parse_queues_url, parse_store_url
+from dagq.core.limits import STORE_PREFIX
+from dagq.core.rules import queue_problem
 from dagq.functions import (
     completion_queue_name,
     coordinator_queue,
@@ -25,26 +27,21 @@ from dagq.functions import (
     coordinator_trigger,
 )
 from tests.infra.bicep_eval import Evaluator, Sym, Templates, body_of, parse, path_of
+from tests.infra.builtin_roles import BUILT_IN_ROLES, MANAGEMENT_ROLES, ROLE_OF_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
 BICEP_FILES = sorted(INFRA.rglob("*.bicep"))
 
-# Management roles that must never be granted (Owner, Contributor, User Access
-# Administrator, Storage Account Contributor: the last one can list account keys).
-FORBIDDEN_ROLES = {
-    "8e3af657-a8ff-443c-a75c-2fe8c4bcb635": "Owner",
-    "b24988ac-6180-42a0-ab88-20f7382dd24c": "Contributor",
-    "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9": "User Access Administrator",
-    "17d1049b-9a84-46fb-8f53-869881c3d3ab": "Storage Account Contributor",
-}
-BLOB_OWNER = "b7e6dc6d-f1e8-4753-8033-0f276bb0955b"
-BLOB_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
-QUEUE_CONTRIBUTOR = "974c5e8b-45b9-4653-ba55-5f855dd0fb88"
-TABLE_CONTRIBUTOR = "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3"
-SB_SENDER = "69a216fc-b8fb-44d8-bc22-1f3c2552ae39"
-SB_RECEIVER = "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0"
-METRICS_PUBLISHER = "3913510d-42f4-4e42-8a64-420c390055eb"
+FORBIDDEN_ROLES = {BUILT_IN_ROLES[name]: name for name in MANAGEMENT_ROLES}
+BLOB_OWNER = BUILT_IN_ROLES["Storage Blob Data Owner"]
+BLOB_CONTRIBUTOR = BUILT_IN_ROLES["Storage Blob Data Contributor"]
+QUEUE_CONTRIBUTOR = BUILT_IN_ROLES["Storage Queue Data Contributor"]
+TABLE_CONTRIBUTOR = BUILT_IN_ROLES["Storage Table Data Contributor"]
+SB_SENDER = BUILT_IN_ROLES["Azure Service Bus Data Sender"]
+SB_RECEIVER = BUILT_IN_ROLES["Azure Service Bus Data Receiver"]
+METRICS_PUBLISHER = BUILT_IN_ROLES["Monitoring Metrics Publisher"]
+GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 # Text that would put a secret into a template: key listings, connection strings, SAS.
 SECRET_PATTERNS = re.compile(
@@ -239,6 +236,40 @@ def test_function_app_is_https_only_with_modern_tls(templates: Templates) -> Non
         }
 
 
+def _decorators(templates: Templates, param: str) -> dict[str, Any]:
+    spec = templates["main.bicep"]["parameters"][param]
+    return {d["type"]: d.get("argument") for d in spec.get("decorators", [])}
+
+
+def test_flex_maximum_instance_count_is_within_the_documented_range(
+        templates: Templates) -> None:
+    # "Currently the lowest maximum instance count value is 1, and the highest supported
+    # maximum instance count value is 1000"; it applies per function scale group.
+    # https://learn.microsoft.com/azure/azure-functions/event-driven-scaling#limit-scale-out
+    bounds = _decorators(templates, "maximumInstanceCount")
+    assert (bounds["min_value"], bounds["max_value"]) == (1, 1000)
+    default = templates["main.bicep"]["parameters"]["maximumInstanceCount"]["default"]
+    file_value = json.loads((INFRA / "main.parameters.json").read_text())["parameters"][
+        "maximumInstanceCount"]["value"]
+    assert 1 <= default <= 1000 and 1 <= file_value <= 1000
+
+
+def test_name_parameters_follow_dagqs_naming_rules(templates: Templates) -> None:
+    # Bicep has no pattern decorator (Azure/bicep#9229), so the bounds it can express are
+    # pinned to dagq's, and every shipped value is checked against dagq's own rules.
+    bounds = _decorators(templates, "storePrefix")
+    assert (bounds["min_length"], bounds["max_length"]) == STORE_PREFIX
+    values = json.loads((INFRA / "main.parameters.json").read_text())["parameters"]
+    params = templates["main.bicep"]["parameters"]
+    for prefix in (params["storePrefix"]["default"], values["storePrefix"]["value"]):
+        assert fold(prefix) == prefix, f"store prefix {prefix!r} is not in canonical form"
+        parse_store_url(f"azure://acct123/{prefix}")
+    classes = [*params["hardwareClasses"]["default"], *values["hardwareClasses"]["value"]]
+    for cls in classes:
+        assert queue_problem(cls) is None, queue_problem(cls)
+    assert "1-36" in params["hardwareClasses"]["decorators"][0]["argument"]
+
+
 def test_coordinator_is_limited_to_one_instance_by_default(templates: Templates) -> None:
     site = _resource(templates, "modules/functionapp.bicep", "site")
     scale = site["properties"]["functionAppConfig"]["scaleAndConcurrency"]
@@ -353,6 +384,23 @@ def test_each_identity_gets_exactly_the_data_roles_it_needs(templates: Templates
         },
         ("WORKER_IDENTITY_PRINCIPAL_ID", "servicebus"): {SB_SENDER, SB_RECEIVER},
     }
+
+
+def test_every_role_id_is_pinned_by_its_built_in_role_name(templates: Templates) -> None:
+    roles = templates["main.bicep"]["variables"]["roles"]["value"]
+    assert set(roles) == set(ROLE_OF_KEY), "a role was added: pin it in ROLE_OF_KEY"
+    for key, role_id in roles.items():
+        name = ROLE_OF_KEY[key]
+        assert role_id == BUILT_IN_ROLES[name], (
+            f"roles.{key} is {role_id}, but the built-in role {name!r} has the id "
+            f"{BUILT_IN_ROLES[name]}")
+
+
+def test_every_guid_in_the_templates_is_a_built_in_role_id() -> None:
+    known = set(BUILT_IN_ROLES.values())
+    for path in BICEP_FILES:
+        for found in GUID.findall(path.read_text()):
+            assert found.lower() in known, f"{path.name}: {found} is not a built-in role id"
 
 
 def test_no_template_mentions_a_management_role() -> None:

@@ -33,6 +33,8 @@ class FakeBatch(BaseHTTPRequestHandler):
     active: ClassVar[int] = 0
     added: ClassVar[list[dict[str, Any]]] = []
     errors: ClassVar[list[str]] = []
+    reject: ClassVar[int] = 0
+    """Tasks of each add-task-collection call to refuse (Batch still answers 200)."""
 
     def _check(self) -> dict[str, list[str]]:
         query = parse_qs(urlparse(self.path).query)
@@ -60,8 +62,12 @@ class FakeBatch(BaseHTTPRequestHandler):
         self._check()
         assert urlparse(self.path).path == "/jobs/dagq-gpu/addtaskcollection"
         tasks = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["value"]
-        FakeBatch.added += tasks
-        self._reply(200, {"value": [{"status": "success", "taskId": t["id"]} for t in tasks]})
+        refused, accepted = tasks[:self.reject], tasks[self.reject:]
+        FakeBatch.added += accepted
+        error = {"code": "TaskExists", "message": {"lang": "en-US", "value": "exists"}}
+        self._reply(200, {"value": [
+            *({"status": "clientError", "taskId": t["id"], "error": error} for t in refused),
+            *({"status": "success", "taskId": t["id"]} for t in accepted)]})
 
     def _reply(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
@@ -77,7 +83,7 @@ class FakeBatch(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def batch() -> Iterator[str]:
-    FakeBatch.active, FakeBatch.added, FakeBatch.errors = 0, [], []
+    FakeBatch.active, FakeBatch.added, FakeBatch.errors, FakeBatch.reject = 0, [], [], 0
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeBatch)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -131,3 +137,51 @@ def test_an_unreachable_batch_account_is_a_clear_error(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert "cannot reach the Batch account http://127.0.0.1:1" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def _feed(tmp_path: Path, batch: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, DAGQ_STORE=f"sqlite:{tmp_path / 'x.db'}", DAGQ_BATCH_TOKEN="t0ken")
+    q = backend_from_settings(Settings.from_env(env)).queues.get("gpu")
+    if not q.approximate_count():
+        q.send_many([(b"{}", 0.0, f"m{i}") for i in range(3)])
+    return subprocess.run(
+        [DAGQ, "batch-feed", "gpu", "--batch-url", batch, "--job", "dagq-gpu",
+         "--task-file", str(TASK_FILE), *extra],
+        env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_tasks_batch_rejects_are_not_counted_as_added(tmp_path: Path, batch: str) -> None:
+    FakeBatch.reject = 1
+    out = _feed(tmp_path, batch, "--once")
+    assert out.returncode == 0, out.stderr
+    assert "3 waiting, 0 worker tasks active, added 2" in out.stderr
+    assert "TaskExists: exists" in out.stderr
+    FakeBatch.reject = 100
+    out = _feed(tmp_path, batch, "--once")
+    assert out.returncode == 1
+    assert "Batch accepted none of the 3 worker task(s)" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_task_ids_do_not_repeat_across_rounds_in_one_second(tmp_path: Path, batch: str) -> None:
+    for _ in range(3):  # the same second, the same indexes: ids must still differ
+        assert _feed(tmp_path, batch, "--once").returncode == 0
+    ids = [t["id"] for t in FakeBatch.added]
+    assert len(ids) == 9 and len(set(ids)) == 9
+    assert all(len(i) <= 64 and i.replace("-", "").isalnum() for i in ids)
+
+
+def test_a_long_running_feeder_survives_a_failed_round(tmp_path: Path) -> None:
+    env = dict(os.environ, DAGQ_STORE=f"sqlite:{tmp_path / 'x.db'}", DAGQ_BATCH_TOKEN="t")
+    proc = subprocess.Popen(
+        [DAGQ, "batch-feed", "gpu", "--batch-url", "http://127.0.0.1:1", "--job", "j",
+         "--task-file", str(TASK_FILE), "--interval", "0.2"],
+        env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        lines = [proc.stderr.readline() for _ in range(2)]
+        assert all("this round failed, retrying" in line for line in lines), lines
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

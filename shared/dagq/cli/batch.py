@@ -10,6 +10,7 @@ import time
 import click
 
 from dagq.cli.common import handle_errors, settings_from, store_option
+from dagq.errors import StoreError
 from dagq.wiring import backend_from_settings
 
 
@@ -47,11 +48,19 @@ def batch_feed(ctx: click.Context, queue: str, batch_url: str, job_id: str, task
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     added_total = 0
     while True:
-        backlog, active, added = feed_once(q, job, template, concurrency=concurrency,
-                                           max_tasks=max_tasks, now=time.time())
-        added_total += added
-        click.echo(f"queue {queue}: {backlog} waiting, {active} worker tasks active, "
-                   f"added {added}", err=True)
+        try:
+            backlog, active, added = feed_once(q, job, template, concurrency=concurrency,
+                                               max_tasks=max_tasks, now=time.time())
+        except StoreError as exc:
+            if once:
+                raise
+            # a long-running feeder outlives a failed round: say why, try again next round
+            click.echo(f"batch-feed: this round failed, retrying in {interval:g} s: {exc}",
+                       err=True)
+        else:
+            added_total += added
+            click.echo(f"queue {queue}: {backlog} waiting, {active} worker tasks active, "
+                       f"added {added}", err=True)
         if once or stop.wait(interval):
             break
     click.echo(f"batch-feed stopped: added {added_total} worker task(s)", err=True)

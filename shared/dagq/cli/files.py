@@ -9,7 +9,7 @@ import click
 
 from dagq.cli.common import handle_errors, open_client, store_option
 from dagq.cli.render import print_table
-from dagq.worker.dirsync import dir_prefix
+from dagq.core.paths import dir_prefix
 
 
 @click.command()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from dagq.core.condition import cached_condition
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
+from dagq.core.name_rules import storage_name_problems
 from dagq.core.rules import (
     IMPORT_PATH_RE,
     describe,
@@ -107,6 +108,8 @@ class _Checker:
         for i, t in good:
             self.check_task(i, t)
         self.check_graph(good)
+        for message, where, task in storage_name_problems(self.defn, self.prefix):
+            self.add(message, where, task)
         return self.problems
 
     def check_workflow(self) -> None:

@@ -1,11 +1,12 @@
 """The coordinator on the Service Bus completion queue (``DAGQ_COORDINATOR_TRIGGER=servicebus``).
 
-The queue has sessions keyed by workflow id, and the trigger is session-enabled: the
-host locks one session (one workflow) at a time per concurrent slot and delivers its
-messages in order, in batches. So no two instances ever work on the same workflow at
-once, while different workflows scale out over sessions and instances (host.json
-``maxConcurrentSessions``). Messages are completed when the function returns and
-abandoned (redelivered) when it raises.
+The queue has sessions keyed by workflow id, and the trigger is session-enabled and
+batched: each instance runs one receive loop that accepts one session (one workflow),
+delivers its messages in order in batches, and moves to the next session once the current
+one stays empty for ``sessionIdleTimeout``. So no two instances ever work on the same
+workflow at once; different workflows scale out over instances, not within one
+(docs/functions.md cites the extension's source). Messages are completed when the function
+returns and abandoned (redelivered) when it raises.
 
 A poison message cannot be dead-lettered from here (the trigger owns the lock), so it
 is logged with its reason and completed; it never blocks the session.

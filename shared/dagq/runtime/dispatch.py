@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dagq.compose.factory import resolve_child
-from dagq.core import engine
+from dagq.core import engine, paths
 from dagq.core.engine.state import WorkflowState
 from dagq.core.model import OutputRef
 from dagq.errors import DagqError, NotFound
@@ -75,7 +75,7 @@ class OutboxSender:
         if len(body) <= MAX_TASK_MESSAGE_BYTES:
             return body
         data = json.dumps(inputs, separators=(",", ":")).encode()
-        name = f"inputs/{d.key}.json"
+        name = paths.input_spill_name(state.workflow_id, d.task, d.attempt)
         md5 = self.backend.outputs.put(name, data)
         ref = OutputRef(name, md5, len(data))
         return TaskMessage(

@@ -23,6 +23,7 @@ from typing import Any
 
 from dagq.core.model import OutputRef, WorkflowDef
 from dagq.core.parse import canonical_json, definition_from_dict, definition_to_dict
+from dagq.core.paths import segment
 from dagq.core.schedule.policy import ScheduleSpec, run_id, upcoming
 from dagq.core.validate import validate
 from dagq.errors import (
@@ -243,7 +244,7 @@ class ScheduleStore:
             return {"definition": data}
         raw = text.encode("utf-8")
         digest = hashlib.sha256(raw).hexdigest()
-        ref_name = f"schedules/{name}/{digest[:32]}.json"
+        ref_name = f"schedules/{segment(name)}/{digest[:32]}.json"
         md5 = self.backend.outputs.put(ref_name, raw)
         return {"definition_ref": {"name": ref_name, "md5": md5, "size": len(raw)}}
 

@@ -13,7 +13,9 @@ import copy
 import json
 import logging
 import math
+import os
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,8 @@ log = logging.getLogger("dagq.batch_feeder")
 
 API_VERSION = "2024-07-01.20.0"
 SCOPE = "https://batch.core.windows.net/.default"
+"""Token scope of the Batch service in the public cloud; ``DAGQ_BATCH_SCOPE`` overrides it
+(e.g. ``https://batch.chinacloudapi.cn/.default``)."""
 MAX_PER_CALL = 100  # Batch's limit for one add-task-collection request
 
 
@@ -81,19 +85,61 @@ class BatchJob:
         return count
 
     def add_tasks(self, template: dict[str, Any], n: int, stamp: str) -> list[str]:
-        """Add ``n`` copies of ``template`` with fresh ids; returns the ids."""
+        """Add ``n`` copies of ``template`` with fresh ids; returns the ids Batch accepted.
+
+        The call answers 200 even when it rejects tasks: each task has its own ``status``
+        (``success``, ``clientError`` or ``serverError``), so only the successes count
+        (https://learn.microsoft.com/rest/api/batchservice/task/add-collection). Rejected
+        tasks are logged with Batch's reason; if none was accepted, ``StoreUnavailable``.
+        """
         ids: list[str] = []
+        failures: list[str] = []
         for start in range(0, n, MAX_PER_CALL):
             batch = []
             for i in range(start, min(n, start + MAX_PER_CALL)):
                 task = copy.deepcopy(template)
-                task["id"] = f"worker-{stamp}-{i:03d}"
+                task["id"] = task_id(stamp, i)
                 batch.append(task)
-            self._request("POST", self._url("addtaskcollection"),
-                          params={"api-version": API_VERSION},
-                          data=json.dumps({"value": batch}))
-            ids += [t["id"] for t in batch]
+            resp = self._request("POST", self._url("addtaskcollection"),
+                                 params={"api-version": API_VERSION},
+                                 data=json.dumps({"value": batch}))
+            for result in _results(resp):
+                if result.get("status") == "success":
+                    ids.append(str(result.get("taskId")))
+                else:
+                    failures.append(f"{result.get('taskId')}: {result.get('status')} "
+                                    f"{_reason(result.get('error'))}".rstrip())
+        for failure in failures:
+            log.warning("Batch rejected worker task %s", failure)
+        if failures and not ids:
+            raise StoreUnavailable(f"Batch accepted none of the {n} worker task(s): "
+                                   f"{failures[0]}")
         return ids
+
+
+def task_id(stamp: str, index: int) -> str:
+    """A worker task id that no other round or feeder repeats: time, a random part and the
+    index (Batch task ids: letters, digits, ``-`` and ``_``, at most 64 characters)."""
+    return f"worker-{stamp}-{uuid.uuid4().hex[:12]}-{index:03d}"
+
+
+def _reason(error: object) -> str:
+    """``code: message`` of a Batch error body (its message is ``{lang, value}``)."""
+    if not isinstance(error, dict):
+        return ""
+    message = error.get("message")
+    text = message.get("value", "") if isinstance(message, dict) else str(message or "")
+    return f"{error.get('code', '')}: {text}" if text else str(error.get("code", ""))
+
+
+def _results(resp: requests.Response) -> list[dict[str, Any]]:
+    try:
+        body = resp.json()
+    except ValueError:
+        raise StoreUnavailable("Batch answered add-task-collection without a JSON body"
+                               ) from None
+    value = body.get("value") if isinstance(body, dict) else None
+    return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 
 
 def feed_once(queue: Queue, job: BatchJob, template: dict[str, Any], *, concurrency: int,
@@ -102,12 +148,13 @@ def feed_once(queue: Queue, job: BatchJob, template: dict[str, Any], *, concurre
     backlog = queue.approximate_count()
     active = job.active_tasks()
     n = tasks_to_add(backlog, active, concurrency, max_tasks)
+    added = 0
     if n:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
-        job.add_tasks(template, n, stamp)
-        log.info("queue %s: %d waiting, %d worker tasks active: added %d", queue.name,
-                 backlog, active, n)
-    return backlog, active, n
+        added = len(job.add_tasks(template, n, stamp))
+        log.info("queue %s: %d waiting, %d worker tasks active: added %d of %d", queue.name,
+                 backlog, active, added, n)
+    return backlog, active, added
 
 
 def load_template(path: str) -> dict[str, Any]:
@@ -128,4 +175,5 @@ def default_token() -> Callable[[], str]:
     from azure.identity import DefaultAzureCredential
 
     credential = DefaultAzureCredential()
-    return lambda: credential.get_token(SCOPE).token
+    scope = os.environ.get("DAGQ_BATCH_SCOPE") or SCOPE
+    return lambda: credential.get_token(scope).token

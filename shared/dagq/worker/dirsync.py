@@ -4,8 +4,9 @@ While a task runs, a ``DirSync`` thread uploads the new and changed files of one
 directory to output storage every few seconds, and once more when the task ends. A file
 is read only when its size or mtime changed since the last look, and uploaded only when
 its MD5 differs from what the store holds. Objects are named
-``dirs/{workflow_id}/{name}/{relative path}``, where ``name`` is the task's name unless
-the spec gives ``dest``. Sync never fails a task: errors are logged and retried on the
+``dirs/{workflow_id}/{name}/{relative path}`` by :mod:`dagq.core.paths` (each part
+encoded, ``name`` one segment), where ``name`` is the task's name unless the spec gives
+``dest``. Sync never fails a task: errors are logged and retried on the
 next round. Files deleted locally stay in the store.
 """
 
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from dagq.core.limits import blob_name_problem
+from dagq.core.paths import dir_entry, dir_prefix, dir_relative, segment_problem
 from dagq.errors import NotFound, TaskError
 from dagq.ports import OutputStore
 
@@ -33,11 +36,6 @@ RACY_NS = 2_000_000_000
 """Files modified this recently (ns) before a scan are hashed again on the next round, since
 a second write within the file system's timestamp granularity leaves size and mtime alone."""
 SPEC_KEYS = {"path", "every_s", "dest"}
-
-
-def dir_prefix(workflow_id: str, name: str) -> str:
-    """Object-name prefix of the directory synced for ``name`` in ``workflow_id``."""
-    return f"dirs/{workflow_id}/{name}/"
 
 
 @dataclass(frozen=True)
@@ -71,15 +69,20 @@ def parse_spec(value: Any, *, task: str, cwd: str | None, default_every: float) 
     if isinstance(every, bool) or not isinstance(every, int | float) or not every > 0:
         raise TaskError(f"kwargs.bg_dirsync_to.every_s must be a number of seconds above 0, "
                         f"got {every!r}")
-    name = spec.get("dest", task)
-    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
-    if not parts or name.startswith("/") or ".." in parts or "\\" in name:
-        raise TaskError(f"kwargs.bg_dirsync_to.dest must be a relative name like 'ckpt' or "
-                        f"'train/ckpt' (no '..'), got {name!r}")
+    name = task  # one encoded object-name segment, whatever characters the task name has
+    if "dest" in spec:
+        dest = spec["dest"]
+        parts = PurePosixPath(dest).parts if isinstance(dest, str) else ()
+        if not parts or dest.startswith("/") or ".." in parts or "\\" in dest:
+            raise TaskError(f"kwargs.bg_dirsync_to.dest must be a relative name like 'ckpt' "
+                            f"or 'train/ckpt' (no '..'), got {dest!r}")
+        name = "/".join(parts)
+    if (problem := segment_problem(name, "kwargs.bg_dirsync_to.dest")) is not None:
+        raise TaskError(problem)
     local = Path(path)
     if not local.is_absolute():
         local = Path(cwd or os.getcwd()) / local
-    return SyncSpec(Path(os.path.abspath(local)), float(every), "/".join(parts))
+    return SyncSpec(Path(os.path.abspath(local)), float(every), name)
 
 
 class DirSync:
@@ -100,6 +103,7 @@ class DirSync:
         """Rounds cut short by a store error."""
         self.bytes_sent = 0
         self._seen: dict[str, tuple[int, int]] = {}
+        self._skipped: set[str] = set()
         self._remote: dict[str, str] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -135,7 +139,7 @@ class DirSync:
 
     def _round(self) -> int:
         if self._remote is None:
-            self._remote = {name[len(self.prefix):]: md5
+            self._remote = {dir_relative(self.prefix, name): md5
                             for name, _, md5 in self.outputs.list(self.prefix)}
         scan_ns = time.time_ns()
         sent = 0
@@ -150,8 +154,14 @@ class DirSync:
             except OSError:  # removed or unreadable between the walk and the read
                 continue
             md5 = hashlib.md5(data, usedforsecurity=False).hexdigest()
+            obj = dir_entry(self.prefix, rel)
+            if (problem := blob_name_problem(obj)) is not None:
+                if rel not in self._skipped:
+                    self._skipped.add(rel)
+                    log.warning("dirsync of %s skips %s: %s", self.local, rel, problem)
+                continue
             if self._remote.get(rel) != md5:
-                self._remote[rel] = self.outputs.put(self.prefix + rel, data)
+                self._remote[rel] = self.outputs.put(obj, data)
                 self.uploads += 1
                 self.bytes_sent += len(data)
                 sent += 1
@@ -180,7 +190,7 @@ def _files(root: Path) -> list[tuple[Path, str]]:
 def list_synced(outputs: OutputStore, workflow_id: str, name: str) -> list[tuple[str, int, str]]:
     """``(relative path, size, md5)`` of the files synced for ``name`` in ``workflow_id``."""
     prefix = dir_prefix(workflow_id, name)
-    return [(obj[len(prefix):], size, md5) for obj, size, md5 in outputs.list(prefix)]
+    return [(dir_relative(prefix, obj), size, md5) for obj, size, md5 in outputs.list(prefix)]
 
 
 def download_synced(outputs: OutputStore, workflow_id: str, name: str,
@@ -190,7 +200,7 @@ def download_synced(outputs: OutputStore, workflow_id: str, name: str,
     prefix = dir_prefix(workflow_id, name)
     entries = list_synced(outputs, workflow_id, name)
     return write_files(dest, prefix, [(rel, md5) for rel, _, md5 in entries],
-                       lambda rel, md5: _verified(outputs, prefix + rel, md5))
+                       lambda rel, md5: _verified(outputs, dir_entry(prefix, rel), md5))
 
 
 def write_files(dest: Path, label: str, entries: list[tuple[str, str]],
@@ -214,7 +224,7 @@ def read_synced(outputs: OutputStore, workflow_id: str, name: str, rel: str) -> 
     """The MD5-checked bytes of one synced file; ``NotFound`` when there is none."""
     if not rel or rel.startswith("/") or ".." in PurePosixPath(rel).parts:
         raise TaskError(f"file path {rel!r} must be relative, like 'ckpt/model.pt' (no '..')")
-    full = dir_prefix(workflow_id, name) + rel
+    full = dir_entry(dir_prefix(workflow_id, name), rel)
     md5 = [m for n, _, m in outputs.list(full) if n == full]
     if not md5:
         raise NotFound(f"task {name!r} of workflow {workflow_id!r} synced no file {rel!r} "

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dagq.config import Settings
+from dagq.core import paths
 from dagq.core.model import OutputRef
 from dagq.crashpoints import crash_point
 from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
@@ -33,7 +34,7 @@ from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
 from dagq.protocol.outputs import fetch_verified
 from dagq.worker.builtin import default_processors
-from dagq.worker.dirsync import DirSync, dir_prefix, parse_spec
+from dagq.worker.dirsync import DirSync, parse_spec
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.processors import Outcome, Processor, TaskContext
@@ -303,8 +304,8 @@ class Worker:
         except TaskError as exc:
             log.error("%s: not syncing a directory: %s", task.key, exc)
             return None
-        sync = DirSync(self.backend.outputs, spec.path, dir_prefix(task.workflow_id, spec.name),
-                       spec.every_s, label=task.key)
+        prefix = paths.dir_prefix(task.workflow_id, spec.name)
+        sync = DirSync(self.backend.outputs, spec.path, prefix, spec.every_s, label=task.key)
         sync.start()
         return sync
 
@@ -344,7 +345,7 @@ class Worker:
                 if len(data) <= INLINE_OUTPUT_LIMIT:
                     output = value
                 else:
-                    name = f"outputs/{task.workflow_id}/{task.task}/{task.attempt}.json"
+                    name = paths.output_name(task.workflow_id, task.task, task.attempt)
                     ref = OutputRef(name, self.backend.outputs.put(name, data), len(data))
         return CompletionMessage(
             task.workflow_id, task.task, task.attempt, success=success, output=output,

@@ -1,7 +1,8 @@
 """The Azure backend: Blob Storage, Table Storage, Storage Queues or Service Bus.
 
 ``open_azure_backend("azure://ACCOUNT/PREFIX")`` signs in with ``DefaultAzureCredential``
-against ``https://ACCOUNT.{blob,queue,table}.core.windows.net``; with
+against ``https://ACCOUNT.{blob,queue,table}.core.windows.net`` (another cloud's suffix
+when the URL gives one: ``azure://ACCOUNT.core.chinacloudapi.cn/PREFIX``); with
 ``connection_string=`` (``DAGQ_STORAGE_CONNECTION_STRING``, e.g. ``UseDevelopmentStorage=true``
 for Azurite) it uses that instead. ``queues_url="sb://NAMESPACE"`` (``DAGQ_QUEUES``) moves
 task and completion queues to Service Bus, signed in with the credential or

@@ -20,7 +20,8 @@ from azure.core.exceptions import (
 from azure.storage.blob import ContainerClient, ContentSettings
 
 from dagq.backends.azure.errors import Guard
-from dagq.errors import AlreadyExists, NotFound, PreconditionFailed
+from dagq.core.limits import blob_name_problem
+from dagq.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
 
 T = TypeVar("T")
 STATE_SUFFIX = ".state"
@@ -43,6 +44,12 @@ class _Container:
         with suppress(ResourceExistsError):
             self.client.create_container()
         return op()
+
+    def checked(self, name: str) -> str:
+        """``name``, if the real service accepts it as a blob name; else ``StoreError``."""
+        if (problem := blob_name_problem(name)) is not None:
+            raise StoreError(f"cannot write {name[:120]!r}: {problem}")
+        return name
 
     def describe(self, name: str) -> str:
         return f"blob {name!r} in container {self.client.container_name!r}"
@@ -67,7 +74,7 @@ class BlobStates:
 
     def create(self, workflow_id: str, data: bytes) -> str:
         """Create the state blob only if absent; returns its ETag; raises ``AlreadyExists``."""
-        name = workflow_id + STATE_SUFFIX
+        name = self._c.checked(workflow_id + STATE_SUFFIX)
         blob = self._c.client.get_blob_client(name)
         with self._c.guard(f"creating the state {self._c.describe(name)}"):
             try:
@@ -115,7 +122,7 @@ class BlobOutputs:
         """Store ``data`` under ``name`` (overwrite); returns its hex MD5."""
         digest = hashlib.md5(data, usedforsecurity=False).digest()
         settings = ContentSettings(content_md5=bytearray(digest))
-        blob = self._c.client.get_blob_client(name)
+        blob = self._c.client.get_blob_client(self._c.checked(name))
         with self._c.guard(f"writing {self._c.describe(name)}"):
             self._c.write(lambda: blob.upload_blob(data, overwrite=True,
                                                    content_settings=settings))

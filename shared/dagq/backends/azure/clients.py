@@ -49,12 +49,10 @@ def storage_clients(names: StoreNames, plumbing: Plumbing, conn: str | None,
     blob_kw, queue_kw = plumbing.storage_kwargs("blob"), plumbing.storage_kwargs("queue")
     table_kw = plumbing.table_kwargs()
     if conn is None:
-        def url(service: str) -> str:
-            return f"https://{names.account}.{service}.core.windows.net"
         return StorageServices(
-            BlobServiceClient(url("blob"), credential=credential, **blob_kw),
-            QueueServiceClient(url("queue"), credential=credential, **queue_kw),
-            TableServiceClient(url("table"), credential=credential, **table_kw),
+            BlobServiceClient(names.endpoint("blob"), credential=credential, **blob_kw),
+            QueueServiceClient(names.endpoint("queue"), credential=credential, **queue_kw),
+            TableServiceClient(names.endpoint("table"), credential=credential, **table_kw),
         )
     try:
         services = StorageServices(

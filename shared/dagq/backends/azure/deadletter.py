@@ -23,6 +23,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.queue import QueueClient, QueueMessage
 
 from dagq.backends.azure.errors import Guard
+from dagq.core.paths import segment
 from dagq.errors import NotFound
 from dagq.ports import Message, OutputStore
 
@@ -53,7 +54,7 @@ class DeadLetters:
         }
         data = json.dumps(envelope).encode()
         if len(data) > MAX_ENVELOPE:
-            ref = f"deadletter/{queue}/{message.id}"
+            ref = f"deadletter/{segment(queue)}/{segment(message.id)}"
             self._outputs.put(ref, message.body)
             envelope.update(body=None, body_ref=ref)
             data = json.dumps(envelope).encode()

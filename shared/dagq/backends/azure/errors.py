@@ -25,6 +25,7 @@ from azure.core.exceptions import (
 from dagq.errors import (
     AlreadyExists,
     DagqError,
+    MissingRight,
     NotFound,
     PreconditionFailed,
     StoreError,
@@ -35,8 +36,26 @@ ROLES = {
     "blob": "Storage Blob Data Contributor",
     "queue": "Storage Queue Data Contributor",
     "table": "Storage Table Data Contributor",
-    "servicebus": "Azure Service Bus Data Owner",
+    "servicebus": "Azure Service Bus Data Sender' and 'Azure Service Bus Data Receiver",
 }
+MANAGE_RIGHT = (
+    "queue lengths and the list of queues come from Service Bus management calls, which need "
+    "the Manage right; the Data Sender and Data Receiver roles the deployment grants do not "
+    "include it. Run this as an identity that holds 'Azure Service Bus Data Owner' on the "
+    "namespace (the only built-in role with Manage, see https://learn.microsoft.com/azure/"
+    "service-bus-messaging/service-bus-managed-service-identity), or with a connection "
+    "string whose policy has Manage")
+
+
+@contextmanager
+def manage_right(what: str) -> Iterator[None]:
+    """Run a Service Bus management call; an access refusal names the Manage right."""
+    try:
+        yield
+    except AzureError as exc:
+        if isinstance(exc, ClientAuthenticationError) or status_of(exc) in (401, 403):
+            raise MissingRight(f"{what}: access refused: {MANAGE_RIGHT}") from None
+        raise
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,17 @@
 
 ``DAGQ_STORE=azure://ACCOUNT/PREFIX``: the prefix is lower-cased and every run of other
 characters than letters and digits is folded to one ``-`` (leading and trailing ones are
-dropped). The folded prefix ``p`` must be 1-24 characters and start with a letter, so that
-every derived name obeys Azure's rules:
+dropped). The folded prefix ``p`` must be 3-24 characters and start with a letter, so that
+every derived name obeys Azure's rules (:mod:`dagq.core.limits`):
 
 - containers and queues: 3-63 characters, lower-case letters, digits and single hyphens,
   starting and ending with a letter or digit (``{p}-state``, ``{p}-q-{queue}``);
 - tables: 3-63 letters and digits, starting with a letter (``{p without hyphens}index``).
+
+Outside the public cloud, write the account with its endpoint suffix:
+``azure://ACCOUNT.core.chinacloudapi.cn/PREFIX`` (any ``ACCOUNT.SUFFIX``, or the blob host
+``ACCOUNT.blob.SUFFIX``) makes the service URLs ``https://ACCOUNT.{blob,queue,table}.SUFFIX``;
+``sb://`` likewise takes a full namespace host such as ``NS.servicebus.chinacloudapi.cn``.
 
 Table keys cannot hold ``/ \\ # ?`` or control characters; :func:`escape_key` percent-encodes
 them (and ``%`` itself) so any string can be a key.
@@ -19,10 +24,14 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from dagq.core.limits import STORE_PREFIX
 from dagq.errors import ConfigError
 from dagq.protocol.names import COMPLETIONS, DEADLETTER
 
 DEFAULT_PREFIX = "dagq"
+PUBLIC_SUFFIX = "core.windows.net"
+"""Endpoint suffix of the public Azure cloud's storage accounts."""
+_SUFFIX_RE = re.compile(r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}$")
 _ACCOUNT_RE = re.compile(r"^[a-z0-9]{3,24}$")
 _NAMESPACE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$")
 _KEY_UNSAFE = re.compile(r"[%/\\#?\x00-\x1f\x7f-\x9f]")
@@ -42,6 +51,12 @@ class StoreNames:
     """Storage account name."""
     prefix: str
     """Folded prefix ``p``."""
+    suffix: str = PUBLIC_SUFFIX
+    """Storage endpoint suffix (``core.windows.net`` in the public cloud)."""
+
+    def endpoint(self, service: str) -> str:
+        """URL of the account's ``blob``, ``queue`` or ``table`` service."""
+        return f"https://{self.account}.{service}.{self.suffix}"
 
     @property
     def state_container(self) -> str:
@@ -104,7 +119,16 @@ def parse_store_url(url: str) -> StoreNames:
             f"DAGQ_STORE={url!r}: the Azure backend needs an 'azure://ACCOUNT/PREFIX' URL "
             f"({_STORE_EXAMPLE})"
         )
-    account = (parts.netloc or "").lower()
+    host = (parts.netloc or "").lower()
+    account, _, suffix = host.partition(".")
+    if suffix.split(".", 1)[0] in ("blob", "queue", "table"):
+        suffix = suffix.split(".", 1)[1] if "." in suffix else ""
+    suffix = suffix or PUBLIC_SUFFIX
+    if not _SUFFIX_RE.match(suffix):
+        raise ConfigError(
+            f"DAGQ_STORE={url!r}: {suffix!r} is not a storage endpoint suffix (write "
+            f"azure://ACCOUNT/PREFIX, or azure://ACCOUNT.core.chinacloudapi.cn/PREFIX outside "
+            f"the public cloud; {_STORE_EXAMPLE})")
     if not account:
         raise ConfigError(
             f"DAGQ_STORE={url!r} names no storage account: write it after 'azure://' "
@@ -117,14 +141,16 @@ def parse_store_url(url: str) -> StoreNames:
         )
     raw = parts.path.strip("/") or DEFAULT_PREFIX
     prefix = fold(raw)
-    if not (1 <= len(prefix) <= 24) or not prefix[0].isalpha():
+    low, high = STORE_PREFIX
+    if not (low <= len(prefix) <= high) or not prefix[0].isalpha():
         raise ConfigError(
             f"DAGQ_STORE={url!r}: the prefix {raw!r} cannot name Azure containers, tables and "
             f"queues (it folds to {prefix!r}). After lower-casing and folding other characters "
-            "to '-', a prefix must be 1-24 letters, digits and hyphens starting with a letter "
+            f"to '-', a prefix must be {low}-{high} letters, digits and hyphens starting with a "
+            "letter "
             f"({_STORE_EXAMPLE})"
         )
-    return StoreNames(account=account, prefix=prefix)
+    return StoreNames(account=account, prefix=prefix, suffix=suffix)
 
 
 def parse_queues_url(url: str) -> str:

@@ -57,12 +57,14 @@ from azure.servicebus.exceptions import (
 )
 from azure.servicebus.management import ServiceBusAdministrationClient
 
-from dagq.backends.azure.errors import Guard
+from dagq.backends.azure.errors import Guard, manage_right
 from dagq.backends.azure.naming import StoreNames
 from dagq.backends.azure.transport import Plumbing
+from dagq.core.limits import service_bus_id_problem
 from dagq.errors import DagqError, NotFound, StoreError, StoreUnavailable
 from dagq.ports import Message
 from dagq.protocol.names import COMPLETIONS
+from dagq.protocol.names import session_id as workflow_session
 
 MIN_WAIT = 1.0
 ID_PROPERTY = "dagq_id"
@@ -74,6 +76,9 @@ def build_message(body: bytes, *, delay_s: float, message_id: str | None,
                   original_id: str | None = None) -> ServiceBusMessage:
     """The Service Bus message for one ``send`` (``original_id``: the id a released copy
     keeps reporting)."""
+    for value, what in ((message_id, "message id"), (session_id, "session id")):
+        if value is not None and (problem := service_bus_id_problem(value, what)):
+            raise StoreError(f"{problem}: {value[:60]!r}...")  # the SDK would raise ValueError
     props: dict[str | bytes, Any] | None = {ID_PROPERTY: original_id} if original_id else None
     message = ServiceBusMessage(body, message_id=message_id, session_id=session_id,
                                 application_properties=props)
@@ -88,7 +93,7 @@ def session_of(body: bytes, message_id: str | None) -> str:
         workflow_id = json.loads(body).get("workflow_id")
     except (ValueError, AttributeError):
         workflow_id = None
-    return str(workflow_id or message_id or "dagq")
+    return workflow_session(str(workflow_id or message_id or "dagq"))
 
 
 def to_message(m: ServiceBusReceivedMessage) -> Message:
@@ -214,11 +219,14 @@ class ServiceBusQueue:
             m, reason=reason[:4000], error_description=reason[:4000]))
 
     def approximate_count(self) -> int:
-        """Active, scheduled and locked messages (needs the Manage right)."""
-        with self._o.guard(f"reading the length of queue {self._physical!r}"):
+        """Active messages: what receivers can take now, without dead-lettered, scheduled
+        or transfer messages (``total_message_count`` would count those too). Needs the
+        Manage right; without it ``StoreUnavailable`` says so."""
+        what = f"reading the length of queue {self._physical!r}"
+        with self._o.guard(what), manage_right(what):
             props = self._o.admin.get_queue_runtime_properties(self._physical)
             self._o.plumbing.count("queue.read")
-        return int(props.total_message_count or 0)
+        return int(props.active_message_count or 0)
 
     def dead_letters(self, limit: int = 100) -> list[tuple[Message, str]]:
         """Peek at the dead-letter sub-queue."""
@@ -336,7 +344,7 @@ class ServiceBusQueues:
 
     def names(self) -> list[str]:
         """Logical names of the namespace's task queues of this store."""
-        with self.guard("listing Service Bus queues"):
+        with self.guard("listing Service Bus queues"), manage_right("listing Service Bus queues"):
             found = [self.names_.logical(q.name) for q in self.admin.list_queues()]
             self.plumbing.count("queue.read")
         return sorted(n for n in found if n)

@@ -34,10 +34,11 @@ from azure.storage.queue import QueueClient, QueueMessage
 
 from dagq.backends.azure.deadletter import DeadLetters
 from dagq.backends.azure.errors import Guard, status_of
+from dagq.core.limits import STORAGE_QUEUE_BODY_BYTES
 from dagq.errors import NotFound, StoreError
 from dagq.ports import Message
 
-MAX_BODY = 48 * 1024
+MAX_BODY = STORAGE_QUEUE_BODY_BYTES
 PAGE = 32
 NEVER_EXPIRE = -1
 FRAME = b"\x00dagq-id\x00"

@@ -20,7 +20,8 @@ from azure.data.tables import TableClient, UpdateMode
 
 from dagq.backends.azure.errors import Guard
 from dagq.backends.azure.naming import escape_key, unescape_key
-from dagq.errors import AlreadyExists, NotFound, PreconditionFailed
+from dagq.core.limits import entity_problem
+from dagq.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
 from dagq.ports import IndexRow
 
 T = TypeVar("T")
@@ -65,6 +66,12 @@ def _prefix_bounds(prefix: str) -> tuple[str, str]:
     return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
+def _check(entity: dict[str, Any], what: str) -> None:
+    """Refuse, before any request, an entity the real service would reject."""
+    if (problem := entity_problem(entity, what)) is not None:
+        raise StoreError(problem)
+
+
 def _row_to_entity(row: IndexRow) -> dict[str, Any]:
     entity: dict[str, Any] = {
         "PartitionKey": INDEX_PARTITION, "RowKey": escape_key(row.id), "name": row.name,
@@ -100,6 +107,7 @@ class TableIndex:
     def create(self, row: IndexRow) -> None:
         """Insert a new row; raises ``AlreadyExists``."""
         entity = _row_to_entity(row)
+        _check(entity, f"the index row of workflow {row.id!r}")
         with self._t.guard(f"creating index row {row.id!r}"):
             try:
                 self._t.write(lambda: self._t.client.create_entity(entity))
@@ -177,6 +185,7 @@ class TableRecords:
         """Upsert; with ``etag`` only if it matches; ``"*new"`` creates only."""
         entity = {"PartitionKey": escape_key(partition), "RowKey": escape_key(key),
                   "json": json.dumps(dict(value), sort_keys=True)}
+        _check(entity, f"record {key!r} in partition {partition!r}")
         client = self._t.client
         with self._t.guard(f"writing record {partition}/{key}"):
             if etag is None:
