@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dagq import attempts
 from dagq.core import engine
 from dagq.core.engine.state import WorkflowState, dumps, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
@@ -33,6 +34,8 @@ from dagq.errors import (
 )
 from dagq.ports import Backend, IndexRow
 from dagq.protocol.messages import ControlAction, ControlMessage
+from dagq.task_details import LogRead, attempt_finished, enrich
+from dagq.tasklogs import read_log
 
 COMPLETIONS = "completions"
 """Logical name of the completion queue."""
@@ -220,6 +223,7 @@ class WorkflowClient:
     ) -> list[dict[str, Any]]:
         """The workflow's tasks (name, status, queue, attempt, ...) matching the filters."""
         state = self.state(workflow_id)
+        history = attempts.list_attempts(self.backend.records, workflow_id)
         out = []
         for view in state.iter_task_views():
             if prefix and not view.name.startswith(prefix):
@@ -228,8 +232,35 @@ class WorkflowClient:
                 continue
             if queue and view.queue != queue:
                 continue
-            out.append(task_summary(view))
+            out.append(enrich(task_summary(view), state, history.get(view.name, [])))
         return out
+
+    def task(self, workflow_id: str, task: str) -> dict[str, Any]:
+        """One task's summary with its attempt history; ``TaskError`` if there is none."""
+        state = self.state(workflow_id)
+        try:
+            view = state.task_view(task)
+        except KeyError:
+            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}") from None
+        history = attempts.list_attempts(self.backend.records, workflow_id, task)
+        return enrich(task_summary(view), state, history.get(task, []))
+
+    def logs(self, workflow_id: str, task: str, attempt: int | None = None,
+             offset: int = 0, limit: int | None = None) -> LogRead:
+        """What ``attempt`` (default: the latest) of ``task`` printed, from byte
+        ``offset``; ``TaskError`` for an unknown task or attempt."""
+        state = self.state(workflow_id)
+        try:
+            view = state.task_view(task)
+        except KeyError:
+            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}") from None
+        attempt = view.attempt if attempt is None else attempt
+        if attempt < 1 or attempt > view.attempt:
+            raise TaskError(f"task {task!r} of workflow {workflow_id!r} has no attempt "
+                            f"{attempt} (attempts so far: {view.attempt})")
+        finished = attempt_finished(state, task, attempt)  # before reading: no byte missed
+        data, end = read_log(self.backend.outputs, workflow_id, task, attempt, offset, limit)
+        return LogRead(attempt, data, end, finished)
 
     def output(self, workflow_id: str, task: str) -> Any:
         """The task's output (large outputs fetched and MD5-checked); ``None`` if none."""

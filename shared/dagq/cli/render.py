@@ -61,7 +61,7 @@ def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
                       f"[{ccol}]{c['status']}[/] {counts_text(c['counts'])}", soft_wrap=True)
     print_table(["name", "status", "queue", "attempt", "detail"], [
         [t["name"], t["status"], t["queue"], t["attempt"],
-         ((t.get("error") or t.get("note") or "").splitlines() or [""])[0][:70]]
+         (t.get("error_line") or t.get("reason") or t.get("note") or "")[:70]]
         for t in tasks])
 
 

@@ -156,8 +156,7 @@ def tasks(ctx: click.Context, workflow_id: str, prefix: str | None, status_: str
         return
     print_table(["name", "status", "queue", "attempt", "error"], [
         [r["name"], r["status"], r["queue"], r["attempt"],
-         (r["error"] or r["note"] or "").splitlines()[0][:60] if (r["error"] or r["note"]) else ""]
-        for r in rows])
+         (r["error_line"] or r["reason"] or r["note"] or "")[:80]] for r in rows])
 
 
 @cli.command()

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from dagq.crashpoints import crash_point
 from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
 from dagq.ports import Backend, Message
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
+from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.dirsync import DirSync, default_interval, dir_prefix, parse_spec
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
@@ -222,7 +223,9 @@ class Worker:
         task = run.task
         workdir = Path(tempfile.mkdtemp(prefix="dagq-task-"))
         gpus = self.gpu_pool.acquire() if self.gpu_pool else None
+        tracker: AttemptTracker | None = None
         try:
+            outcome: Outcome | None = None
             try:
                 ctx = self._context(run, workdir, gpus)
             except StoreUnavailable:
@@ -230,7 +233,10 @@ class Worker:
             except DagqError as exc:  # e.g. a corrupt or missing upstream output
                 ctx = self._context(run, workdir, gpus, resolve=False)
                 outcome = Outcome(False, f"could not prepare the task's inputs: {exc}")
-            else:
+            tracker = AttemptTracker(self.backend, self.settings, self.worker_id, task,
+                                     ctx.log_path)
+            tracker.start()
+            if outcome is None:
                 sync = self._start_dirsync(task)
                 try:
                     outcome = self._run_processor(ctx)
@@ -238,13 +244,17 @@ class Worker:
                     if sync is not None:
                         self._finish_dirsync(sync)
             if outcome.stopped and self._shutdown.is_set() and not run.cancelled:
+                tracker.end(outcome, released=True)
                 self.queue.release(run.end_lease())
                 self.stats["released"] += 1
                 log.info("released %s for another worker (shutting down)", task.key)
                 return
             if run.cancelled:
-                outcome = Outcome(False, "cancelled: the workflow was cancelled", stopped=True)
+                outcome = replace(outcome, success=False, stopped=True,
+                                  error="cancelled: the workflow was cancelled")
             completion = self._completion(task, outcome, ctx)
+            tracker.end(replace(outcome, success=completion.success, error=completion.error),
+                        cancelled=run.cancelled)
             crash_point("worker_before_complete")
             self.completions.send(completion.encode(), message_id=f"{task.key}/done",
                                   session_id=task.workflow_id)
@@ -253,6 +263,8 @@ class Worker:
             self.stats["cancelled" if run.cancelled else
                        "succeeded" if completion.success else "failed"] += 1
         finally:
+            if tracker is not None:  # the worker failed around the task: still end its log
+                tracker.end(Outcome(False, "the worker could not finish handling the attempt"))
             if gpus is not None and self.gpu_pool is not None:
                 self.gpu_pool.release(gpus)
             shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,100 @@
+"""Attempt history: one record per run of a task attempt, kept outside the state blob.
+
+Workers write a record when an attempt starts and again when it ends, in the records
+store (partition ``attempts~{workflow_id}``, key ``{task}/{attempt:06d}.{run:03d}``).
+Keeping them out of the workflow's state keeps the state small and its writes cheap
+however often tasks are retried; one partition query lists a workflow's whole history.
+
+A record (JSON)::
+
+    {"task", "attempt", "run", "worker", "started_at", "ended_at", "duration_s",
+     "result": running|succeeded|failed|cancelled|timed_out|released|stopped,
+     "exit_code", "signal", "error", "error_tail", "released",
+     "log": {"printed": bytes, "stored": bytes, "truncated": bool}}
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from dagq.errors import DagqError
+from dagq.ports import Records
+
+ERROR_TAIL = 2000
+"""Characters of an error's end kept in ``error_tail``."""
+RESULTS = ("running", "succeeded", "failed", "cancelled", "timed_out", "released", "stopped")
+"""Values of a record's ``result``."""
+
+
+def partition(workflow_id: str) -> str:
+    """The records partition holding a workflow's attempts."""
+    return f"attempts~{workflow_id}"
+
+
+def record_key(task: str, attempt: int, run: int) -> str:
+    """The key of one run of one attempt (ordered by task, attempt, run)."""
+    return f"{task}/{attempt:06d}.{run:03d}"
+
+
+def run_of_key(dispatch_key: str) -> int:
+    """The run number in a dispatch key ``wf/task/attempt[.run]`` (0 for a first run)."""
+    last = dispatch_key.rsplit("/", 1)[-1]
+    _, dot, run = last.partition(".")
+    return int(run) if dot and run.isdigit() else 0
+
+
+def first_line(error: str | None) -> str | None:
+    """The line of an error that says most: the first one that is not a generic
+    "command exited with code N" header when a more specific line follows."""
+    if not error:
+        return None
+    lines = [ln.strip() for ln in error.splitlines() if ln.strip()]
+    if not lines:
+        return None
+    head = lines[0]
+    generic = (" exited with code ", " was killed by signal ")
+    if len(lines) > 1 and any(g in head for g in generic):
+        return _meaningful(lines[1:]) or head
+    return head
+
+
+def _meaningful(lines: list[str]) -> str | None:
+    """The last line that looks like an error message (tracebacks end with one)."""
+    for ln in reversed(lines):
+        low = ln.lower()
+        if "error" in low or "exception" in low or "fatal" in low or "killed" in low:
+            return ln
+    return lines[-1] if lines else None
+
+
+def error_fields(error: str | None) -> dict[str, Any]:
+    """``error`` (the meaningful line) and ``error_tail`` of a record."""
+    if not error:
+        return {"error": None, "error_tail": None}
+    return {"error": first_line(error), "error_tail": error[-ERROR_TAIL:]}
+
+
+def write(records: Records, workflow_id: str, record: dict[str, Any]) -> None:
+    """Store ``record`` (needs ``task``, ``attempt`` and ``run``)."""
+    key = record_key(record["task"], record["attempt"], record["run"])
+    records.put(partition(workflow_id), key, record)
+
+
+def list_attempts(records: Records, workflow_id: str,
+                  task: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every stored attempt record of a workflow (or of one task), grouped by task name
+    and ordered by attempt and run. A store error yields no history, not a failure."""
+    prefix = f"{task}/" if task is not None else ""
+    try:
+        rows = records.list(partition(workflow_id), prefix)
+    except DagqError:
+        return {}
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for _key, rec in rows:
+        name = rec.get("task")
+        if isinstance(name, str) and (task is None or name == task):
+            out[name].append(rec)
+    for recs in out.values():
+        recs.sort(key=lambda r: (int(r.get("attempt", 0)), int(r.get("run", 0))))
+    return dict(out)

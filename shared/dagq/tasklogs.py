@@ -1,0 +1,96 @@
+"""Stored task logs: object names and reading an attempt's log back by byte offset.
+
+A worker stores what an attempt printed (stdout and stderr combined) as a sequence of
+objects in the output store (see ``dagq.worker.logcapture``)::
+
+    logs/{workflow_id}/{task}/{attempt}/{run:04d}-{seq:06d}.log   the head, in order
+    logs/{workflow_id}/{task}/{attempt}/{run:04d}-tail.log        the tail (only when capped)
+
+``run`` counts how often the same attempt was started (a released attempt, e.g. after a
+preemption, runs again with the same number). The stored log of an attempt is every
+run's chunks, then its tail, in that order; offsets are positions in that sequence, so a
+reader can follow a running attempt by asking for what lies past its last offset.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dagq.errors import NotFound
+from dagq.ports import OutputStore
+
+_PART_RE = re.compile(r"(\d{4})-(\d{6}|tail)\.log")
+
+
+def log_prefix(workflow_id: str, task: str, attempt: int) -> str:
+    """The name prefix of every stored object of one attempt's log."""
+    return f"logs/{workflow_id}/{task}/{attempt}/"
+
+
+def log_object_name(workflow_id: str, task: str, attempt: int, run: int,
+                    seq: int | None) -> str:
+    """The name of one chunk (``seq``) or of the tail (``seq=None``) of a run's log."""
+    part = "tail" if seq is None else f"{seq:06d}"
+    return f"{log_prefix(workflow_id, task, attempt)}{run:04d}-{part}.log"
+
+
+@dataclass(frozen=True)
+class LogPart:
+    """One stored object of an attempt's log."""
+
+    name: str
+    """Object name in the output store."""
+    size: int
+    """Bytes."""
+    start: int
+    """Offset of its first byte in the attempt's log."""
+
+
+def log_parts(outputs: OutputStore, workflow_id: str, task: str, attempt: int) -> list[LogPart]:
+    """The stored objects of an attempt's log in reading order (empty if none)."""
+    prefix = log_prefix(workflow_id, task, attempt)
+    found: list[tuple[tuple[int, int], str, int]] = []
+    for name, size, _md5 in outputs.list(prefix):
+        m = _PART_RE.fullmatch(name[len(prefix):])
+        if m is None:  # e.g. a task whose name continues with "/{attempt}/..."
+            continue
+        seq = 1 << 30 if m.group(2) == "tail" else int(m.group(2))
+        found.append(((int(m.group(1)), seq), name, size))
+    found.sort()
+    parts, offset = [], 0
+    for _key, name, size in found:
+        parts.append(LogPart(name, size, offset))
+        offset += size
+    return parts
+
+
+def read_log(outputs: OutputStore, workflow_id: str, task: str, attempt: int,
+             offset: int = 0, limit: int | None = None) -> tuple[bytes, int]:
+    """The attempt's stored log from ``offset`` (at most ``limit`` bytes) and the offset
+    to ask for next. Bytes appear in the store as the worker uploads them."""
+    out = bytearray()
+    end = offset
+    for part in log_parts(outputs, workflow_id, task, attempt):
+        if part.start + part.size <= offset:
+            continue
+        if limit is not None and len(out) >= limit:
+            break
+        try:
+            data = outputs.get(part.name)
+        except NotFound:  # replaced (a tail being rewritten) between list and get
+            break
+        piece = data[max(0, offset - part.start):]
+        if limit is not None:
+            piece = piece[:limit - len(out)]
+        out += piece
+        end = max(offset, part.start) + len(piece)
+    return bytes(out), end
+
+
+def last_lines(data: bytes, n: int) -> bytes:
+    """The last ``n`` lines of ``data``."""
+    if n <= 0:
+        return b""
+    lines = data.splitlines(keepends=True)
+    return b"".join(lines[-n:])
