@@ -1,13 +1,15 @@
 """Attempt history: one record per run of a task attempt, kept outside the state blob.
 
 Workers write a record when an attempt starts and again when it ends, in the records
-store (partition ``attempts~{workflow_id}``, key ``{task}/{attempt:06d}.{run:03d}``).
+store (partition ``attempts~{workflow_id}``, key ``{task}/{attempt:06d}.{run_id}``, where
+``run_id`` is the run's start in epoch milliseconds: a released attempt runs again with
+the same number, and each run keeps its own record).
 Keeping them out of the workflow's state keeps the state small and its writes cheap
 however often tasks are retried; one partition query lists a workflow's whole history.
 
 A record (JSON)::
 
-    {"task", "attempt", "run", "worker", "started_at", "ended_at", "duration_s",
+    {"task", "attempt", "run_id", "worker", "started_at", "ended_at", "duration_s",
      "result": running|succeeded|failed|cancelled|timed_out|released|stopped,
      "exit_code", "signal", "error", "error_tail", "released",
      "log": {"printed": bytes, "stored": bytes, "truncated": bool}}
@@ -32,16 +34,9 @@ def partition(workflow_id: str) -> str:
     return f"attempts~{workflow_id}"
 
 
-def record_key(task: str, attempt: int, run: int) -> str:
+def record_key(task: str, attempt: int, run_id: int) -> str:
     """The key of one run of one attempt (ordered by task, attempt, run)."""
-    return f"{task}/{attempt:06d}.{run:03d}"
-
-
-def run_of_key(dispatch_key: str) -> int:
-    """The run number in a dispatch key ``wf/task/attempt[.run]`` (0 for a first run)."""
-    last = dispatch_key.rsplit("/", 1)[-1]
-    _, dot, run = last.partition(".")
-    return int(run) if dot and run.isdigit() else 0
+    return f"{task}/{attempt:06d}.{run_id:013d}"
 
 
 def first_line(error: str | None) -> str | None:
@@ -76,15 +71,16 @@ def error_fields(error: str | None) -> dict[str, Any]:
 
 
 def write(records: Records, workflow_id: str, record: dict[str, Any]) -> None:
-    """Store ``record`` (needs ``task``, ``attempt`` and ``run``)."""
-    key = record_key(record["task"], record["attempt"], record["run"])
+    """Store ``record`` (needs ``task``, ``attempt`` and ``run_id``)."""
+    key = record_key(record["task"], record["attempt"], record["run_id"])
     records.put(partition(workflow_id), key, record)
 
 
 def list_attempts(records: Records, workflow_id: str,
                   task: str | None = None) -> dict[str, list[dict[str, Any]]]:
     """Every stored attempt record of a workflow (or of one task), grouped by task name
-    and ordered by attempt and run. A store error yields no history, not a failure."""
+    and ordered by attempt and run, each with ``run`` (0 for an attempt's first run, 1
+    for the next, ...). A store error yields no history, not a failure."""
     prefix = f"{task}/" if task is not None else ""
     try:
         rows = records.list(partition(workflow_id), prefix)
@@ -96,5 +92,8 @@ def list_attempts(records: Records, workflow_id: str,
         if isinstance(name, str) and (task is None or name == task):
             out[name].append(rec)
     for recs in out.values():
-        recs.sort(key=lambda r: (int(r.get("attempt", 0)), int(r.get("run", 0))))
+        recs.sort(key=lambda r: (int(r.get("attempt", 0)), int(r.get("run_id", 0))))
+        for i, rec in enumerate(recs):
+            same = i > 0 and recs[i - 1]["attempt"] == rec["attempt"]
+            rec["run"] = recs[i - 1]["run"] + 1 if same else 0
     return dict(out)

@@ -3,12 +3,14 @@
 A worker stores what an attempt printed (stdout and stderr combined) as a sequence of
 objects in the output store (see ``dagq.worker.logcapture``)::
 
-    logs/{workflow_id}/{task}/{attempt}/{run:04d}-{seq:06d}.log   the head, in order
-    logs/{workflow_id}/{task}/{attempt}/{run:04d}-tail.log        the tail (only when capped)
+    logs/{workflow_id}/{task}/{attempt}/{run}-{seq:06d}.log   the head, in order
+    logs/{workflow_id}/{task}/{attempt}/{run}-tail.log        the tail (only when capped)
 
-``run`` counts how often the same attempt was started (a released attempt, e.g. after a
-preemption, runs again with the same number). The stored log of an attempt is every
-run's chunks, then its tail, in that order; offsets are positions in that sequence, so a
+``run`` tells apart the runs of one attempt: a released attempt (e.g. after a
+preemption) runs again with the same number. It is the run's start time in epoch
+milliseconds, so runs sort in the order they started and two workers running the same
+attempt at once never write the same objects. The stored log of an attempt is every
+run's chunks, then its tail, run after run; offsets are positions in that sequence, so a
 reader can follow a running attempt by asking for what lies past its last offset.
 """
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from dagq.errors import NotFound
 from dagq.ports import OutputStore
 
-_PART_RE = re.compile(r"(\d{4})-(\d{6}|tail)\.log")
+_PART_RE = re.compile(r"(\d+)-(\d{6}|tail)\.log")
 
 
 def log_prefix(workflow_id: str, task: str, attempt: int) -> str:
@@ -32,7 +34,7 @@ def log_object_name(workflow_id: str, task: str, attempt: int, run: int,
                     seq: int | None) -> str:
     """The name of one chunk (``seq``) or of the tail (``seq=None``) of a run's log."""
     part = "tail" if seq is None else f"{seq:06d}"
-    return f"{log_prefix(workflow_id, task, attempt)}{run:04d}-{part}.log"
+    return f"{log_prefix(workflow_id, task, attempt)}{run:013d}-{part}.log"
 
 
 @dataclass(frozen=True)

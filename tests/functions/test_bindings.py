@@ -28,7 +28,8 @@ SERVICEBUS = {**AZURE, "DAGQ_QUEUES": "sb://my-namespace",
               "DAGQ_COORDINATOR_TRIGGER": "servicebus"}
 STORAGE = {**AZURE, "DAGQ_COORDINATOR_TRIGGER": "storage_queue"}
 HTTP_NAMES = {"submit_workflow", "validate_workflow", "list_workflows", "get_workflow",
-              "list_tasks", "cancel_workflow", "retry_workflow", "health", "openapi",
+              "list_tasks", "get_task", "task_logs", "cancel_workflow", "retry_workflow",
+              "health", "openapi",
               "list_schedules", "add_schedule", "get_schedule", "remove_schedule",
               "pause_schedule", "resume_schedule"}
 ALWAYS = HTTP_NAMES | {"schedule_ticker"}

@@ -14,7 +14,7 @@ import azure.functions as func
 
 from dagq.client import row_summary
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
-from dagq.functions import new_blueprint
+from dagq.functions import http_logs, new_blueprint
 from dagq.functions.errors import ApiError, json_response, to_api_error
 from dagq.functions.http_io import (
     choice_param,
@@ -150,6 +150,16 @@ def http_blueprint(runtime: Runtime, trigger: str = "none") -> func.Blueprint:
     @bp.route(route="workflows/{id}/tasks", methods=["GET"], auth_level=AUTH)
     def list_tasks_fn(req: func.HttpRequest) -> func.HttpResponse:
         return _answer(lambda: list_tasks(runtime, req))
+
+    @bp.function_name("get_task")
+    @bp.route(route="workflows/{id}/tasks/{task}", methods=["GET"], auth_level=AUTH)
+    def get_task_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: http_logs.task_detail(runtime, req))
+
+    @bp.function_name("task_logs")
+    @bp.route(route="workflows/{id}/tasks/{task}/logs", methods=["GET"], auth_level=AUTH)
+    def task_logs_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return _answer(lambda: http_logs.task_logs(runtime, req))
 
     @bp.function_name("cancel_workflow")
     @bp.route(route="workflows/{id}/cancel", methods=["POST"], auth_level=AUTH)

@@ -54,15 +54,15 @@ class AttemptTracker:
     def __init__(self, backend: Backend, settings: Settings, worker_id: str,
                  task: TaskMessage, log_path: Path) -> None:
         self.backend, self.worker_id, self.task = backend, worker_id, task
-        self.run = attempts.run_of_key(task.key)
         self.started_at = time.time()
+        self.run_id = int(self.started_at * 1000)
         self._t0 = time.monotonic()
         self._ended = False
         self.capture = LogCapture(
-            backend.outputs, log_path, task.workflow_id, task.task, task.attempt, self.run,
+            backend.outputs, log_path, task.workflow_id, task.task, task.attempt, self.run_id,
             max_bytes=settings.log_max_bytes, flush_interval=settings.log_flush_interval)
         self.record: dict[str, Any] = {
-            "task": task.task, "attempt": task.attempt, "run": self.run,
+            "task": task.task, "attempt": task.attempt, "run_id": self.run_id,
             "worker": worker_id, "started_at": self.started_at, "ended_at": None,
             "duration_s": None, "result": "running", "exit_code": None, "signal": None,
             "error": None, "error_tail": None, "released": False, "log": None,
@@ -111,7 +111,7 @@ class AttemptTracker:
 
     def _fields(self, **more: Any) -> dict[str, Any]:
         return {"workflow_id": self.task.workflow_id, "task": self.task.task,
-                "attempt": self.task.attempt, "run": self.run, "worker": self.worker_id,
+                "attempt": self.task.attempt, "run_id": self.run_id, "worker": self.worker_id,
                 **more}
 
     def _write(self) -> None:

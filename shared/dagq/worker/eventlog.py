@@ -2,7 +2,7 @@
 
 Long-running processes call ``configure_events(fmt)``: every task start and end is then
 one line on stderr. ``json`` writes one JSON object per line with the fields
-``time, level, event, workflow_id, task, attempt, run, worker`` (and ``result,
+``time, level, event, workflow_id, task, attempt, run_id, worker`` (and ``result,
 duration_s, exit_code, error`` on ``task_end``), the shape Log Analytics and
 Application Insights ingest from container output without parsing rules. Without the
 call (``dagq run``, library use) the lines go nowhere: ``dagq run`` prints a summary.

@@ -131,7 +131,8 @@ class LogCapture:
                 self._seq += 1
                 self.offset += len(data)
                 self.head_stored += len(data)
-            while self.offset < size:  # past the head: keep a bounded tail in memory
+            while self.offset < size and self.head_stored >= self.head_cap:
+                # past the head: keep a bounded tail in memory
                 f.seek(self.offset)
                 data = f.read(min(CHUNK_BYTES, size - self.offset))
                 if not data:

@@ -1,0 +1,187 @@
+"""Task logs and attempt history through the real ``dagq`` processes, on the embedded
+store and on Azurite: what successful, failed, retried, cancelled and preempted attempts
+printed is readable after the run; ``--follow`` shows a running task's lines; a task
+printing 100 MB leaves the worker small, its temporary directory empty and the stored
+log capped."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import DAGQ, eventually
+from tests.worker.stack import SCRIPTS, Stack, wait_file
+
+pytestmark = pytest.mark.slow
+PY = sys.executable
+CHATTY = f"{PY} {SCRIPTS / 'chatty.py'}"
+QUICK_LOGS = {"DAGQ_LOG_FLUSH_INTERVAL": "0.3"}
+
+
+def _logs(stack: Stack, *args: str) -> str:
+    res = stack.run("logs", *args)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_success_failure_retries_and_why_a_task_did_not_run(stack: Stack) -> None:
+    stack.coordinator()
+    worker = stack.worker("default", "--log-format", "json")
+    fail = ('echo "attempt $DAGQ_ATTEMPT says hi"; '
+            'echo "ValueError: bad input $DAGQ_ATTEMPT" >&2; exit 3')
+    wf = stack.submit("logs", [
+        {"name": "ok", "kwargs": {"cmd": "printf 'hello\\nworld\\n'"}},
+        {"name": "boom", "num_retries": 1, "kwargs": {"cmd": fail}},
+        {"name": "after", "depends_on": ["boom"], "kwargs": {"cmd": "echo never"}},
+    ])
+    assert stack.wait_terminal(wf) == "failed"
+
+    assert _logs(stack, wf, "ok") == "hello\nworld\n"
+    assert _logs(stack, wf, "ok", "--tail", "1") == "world\n"
+    for n in (1, 2):
+        assert _logs(stack, wf, "boom", "--attempt", str(n)) == (
+            f"attempt {n} says hi\nValueError: bad input {n}\n")
+    assert "bad input 2" in _logs(stack, wf, "boom")  # the latest by default
+    every = _logs(stack, wf, "boom", "--all")
+    assert re.search(r"==> boom attempt 1: failed on .+ <==\nattempt 1 says hi", every)
+    assert every.index("bad input 1") < every.index("==> boom attempt 2") < every.index(
+        "bad input 2")
+
+    rows = {t["name"]: t for t in json.loads(stack.run(
+        "tasks", "--workflow", wf, "--json").stdout)}
+    boom = rows["boom"]["attempts"]
+    assert [(a["attempt"], a["result"], a["exit_code"], a["error"]) for a in boom] == [
+        (1, "failed", 3, "ValueError: bad input 1"), (2, "failed", 3, "ValueError: bad input 2")]
+    assert all(a["worker"] and a["duration_s"] is not None and a["ended_at"] >= a["started_at"]
+               for a in boom)
+    assert "attempt 1 says hi" in boom[0]["error_tail"]
+    assert rows["ok"]["attempts"][0]["log"] == {"printed": 12, "stored": 12, "truncated": False}
+    assert rows["after"]["attempts"] == []
+    assert rows["after"]["reason"] == "upstream failed: boom (failed)"
+    assert rows["boom"]["error_line"] == "ValueError: bad input 2"
+
+    table = stack.run("tasks", "--workflow", wf).stdout
+    assert "ValueError: bad input 2" in table and "upstream failed: boom" in table
+    detail = stack.run("task", wf, "boom").stdout
+    assert "error line: ValueError: bad input 2" in detail
+    assert f"dagq logs {wf} boom --all" in detail
+
+    # bad input: clear messages, exit 1, no traceback
+    for args, message in [((wf, "nope"), "has no task 'nope'"),
+                          ((wf, "boom", "--attempt", "7"), "has no attempt 7"),
+                          ((wf, "after"), "has not started yet")]:
+        res = stack.run("logs", *args)
+        assert res.returncode == 1 and message in res.stderr and "Traceback" not in res.stderr
+    assert stack.run("logs", wf, "boom", "--all", "--attempt", "1").returncode == 1
+
+    # the worker logged one JSON line per task start and end
+    events = [json.loads(line) for line in worker.text().splitlines() if line.startswith("{")]
+    ends = [(e["task"], e["attempt"], e["result"]) for e in events if e["event"] == "task_end"]
+    assert sorted(ends) == [("boom", 1, "failed"), ("boom", 2, "failed"), ("ok", 1, "succeeded")]
+    assert sum(e["event"] == "task_start" for e in events) == 3
+    assert all(e["workflow_id"] == wf and e["worker"] for e in events)
+
+
+def test_follow_shows_lines_of_a_running_task_and_a_cancelled_attempt_keeps_its_log(
+        stack: Stack) -> None:
+    probe = stack.root / "probe"
+    probe.mkdir()
+    stack.coordinator()
+    stack.worker("default", "--concurrency", "2", env=QUICK_LOGS)
+    wf = stack.submit("follow", [
+        {"name": "talk", "kwargs": {"cmd": f"{CHATTY} wait {probe}"}},
+        {"name": "hang", "kwargs": {"cmd": "echo started; sleep 60"}},
+    ])
+    follow = subprocess.Popen([str(DAGQ), "logs", wf, "talk", "--follow"],
+                              env=stack.dagq.env(), stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(follow.stdout.readline, "")),
+                              daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        # the task cannot end before "go" exists: "first" arrives while it runs
+        eventually(lambda: "first\n" in lines or None, "--follow to print 'first'", 30)
+        assert follow.poll() is None
+        (probe / "go").write_text("")
+        assert follow.wait(30) == 0
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.wait()
+    reader.join(5)
+    assert lines == ["first\n", "second\n"]
+
+    eventually(lambda: b"started" in stack.client.logs(wf, "hang").data or None,
+               "the hanging task's first line to be stored", 30)
+    stack.run("cancel", wf)
+    assert stack.wait_terminal(wf) == "cancelled"
+    text = _logs(stack, wf, "hang")
+    assert text.startswith("started\n") and "the workflow was cancelled" in text
+    [record] = stack.client.task(wf, "hang")["attempts"]
+    assert record["result"] == "cancelled"
+
+
+def test_a_preempted_attempt_keeps_both_runs_in_its_log(stack: Stack) -> None:
+    probe = stack.root / "probe"
+    probe.mkdir()
+    stack.coordinator()
+    a = stack.worker("spot")
+    wf = stack.submit("preempt", [{"name": "train", "kwargs": {
+        "cmd": f"{CHATTY} preempt {probe}"}}], default_queue="spot")
+    wait_file(probe / "first")
+    b = stack.worker("spot")
+    stack.wait_heartbeat(b)
+    a.popen.send_signal(signal.SIGTERM)
+    assert a.wait(30) == 0, a.text()
+    assert stack.wait_terminal(wf, deadline_s=30) == "completed"
+
+    text = _logs(stack, wf, "train")
+    assert re.fullmatch(r"run-1 attempt 1\ngot SIGTERM\n\n\[dagq: released by worker \S+ "
+                        r"\(shutting down or preempted\); the same attempt runs again\]\n"
+                        r"run-2 attempt 1\n", text), text
+    runs = stack.client.task(wf, "train")["attempts"]
+    assert [(r["attempt"], r["run"], r["result"], r["released"]) for r in runs] == [
+        (1, 0, "released", True), (1, 1, "succeeded", False)]
+    assert runs[0]["worker"] != runs[1]["worker"]
+
+
+def _peak_rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmHWM in /proc/{pid}/status")
+
+
+def test_a_task_printing_100_mb_leaves_a_small_worker_no_files_and_a_capped_log(
+        stack: Stack) -> None:
+    tmp = stack.root / "worker-tmp"
+    tmp.mkdir()
+    cap = 1024 * 1024
+    stack.coordinator()
+    worker = stack.worker("default", env={"TMPDIR": str(tmp), "DAGQ_LOG_MAX_BYTES": str(cap),
+                                          **QUICK_LOGS})
+    wf = stack.submit("flood", [{"name": "flood", "kwargs": {
+        "cmd": f"{CHATTY} flood {tmp} 100"}}])
+    assert stack.wait_terminal(wf, deadline_s=120) == "completed"
+
+    assert _peak_rss_kib(worker.popen.pid) < 100 * 1024
+    leftovers = [p for p in tmp.rglob("*") if p.is_file()]
+    assert leftovers == []
+    stored = stack.backend.outputs.list(f"logs/{wf}/flood/1/")
+    assert sum(size for _, size, _ in stored) <= cap + 200  # the marker line
+    text = _logs(stack, wf, "flood")
+    assert text.startswith("line 00000000 ")
+    assert re.search(r"\n\[dagq: \d+ bytes left out here; an attempt's stored log keeps its "
+                     r"first 524288 and last 524288 bytes \(DAGQ_LOG_MAX_BYTES=1048576\)\]\n",
+                     text)
+    assert text.endswith("line 00999999 " + "x" * 85 + "\nEND-OF-FLOOD\n")
+    [record] = stack.client.task(wf, "flood")["attempts"]
+    assert record["log"]["printed"] == 100_000_013 and record["log"]["truncated"] is True
