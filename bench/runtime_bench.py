@@ -141,6 +141,9 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=20)
     parser.add_argument("--synthetic", type=int, default=3000,
                         help="tasks in the coordinator-only fan-out")
+    parser.add_argument("--no-log-capture", action="store_true",
+                        help="workers store neither task output nor attempt records "
+                             "(DAGQ_LOG_CAPTURE=false), to measure what capture costs")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
 
@@ -166,7 +169,8 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     store = args.store or f"sqlite:{tmp / 'bench.db'}"
     stats_file = tmp / "stats.jsonl"
     env = dict(os.environ, DAGQ_STORE=store, DAGQ_STATS_FILE=str(stats_file),
-               DAGQ_IDLE_POLL="0.2", DAGQ_MAX_IDLE_BACKOFF="0.2")
+               DAGQ_IDLE_POLL="0.2", DAGQ_MAX_IDLE_BACKOFF="0.2",
+               DAGQ_LOG_CAPTURE="false" if args.no_log_capture else "true")
     if args.connection_string:
         env["DAGQ_STORAGE_CONNECTION_STRING"] = args.connection_string
     os.environ.update({k: v for k, v in env.items() if k.startswith("DAGQ_")
@@ -177,7 +181,8 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     coord = start(["coordinator"], env)
     worker = start(["worker", "default", "--concurrency", str(args.slots)], env)
     time.sleep(1.0)
-    results: dict[str, Any] = {"store": store.split(":")[0], "slots": args.slots}
+    results: dict[str, Any] = {"store": store.split(":")[0], "slots": args.slots,
+                               "log_capture": not args.no_log_capture}
     tasks_run = 0
     try:
         timed(client, chain(5))  # warm-up
@@ -214,7 +219,8 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"store: {results['store']}, worker slots: {args.slots}")
+    print(f"store: {results['store']}, worker slots: {args.slots}, "
+          f"log capture: {'on' if results['log_capture'] else 'off'}")
     print(f"(a) fan-out 1+{args.fanout}+1:      {results['fanout_tasks_per_s']:8.0f} tasks/s")
     print(f"(b) chain of {args.chain}:            {results['chain_ms_per_hop']:8.1f} ms/hop")
     print(f"(c) lattice {args.layers}x{args.width}:          "

@@ -246,9 +246,11 @@ class WorkflowClient:
         return enrich(task_summary(view), state, history.get(task, []))
 
     def logs(self, workflow_id: str, task: str, attempt: int | None = None,
-             offset: int = 0, limit: int | None = None) -> LogRead:
+             offset: int = 0, limit: int | None = None, follow: bool = False) -> LogRead:
         """What ``attempt`` (default: the latest) of ``task`` printed, from byte
-        ``offset``; ``TaskError`` for an unknown task or attempt."""
+        ``offset``; ``TaskError`` for an unknown task or attempt. With ``follow`` the
+        tail of a capped attempt still running is left out (it is rewritten as it runs)
+        so that offsets stay valid; it comes once the attempt has ended."""
         state = self.state(workflow_id)
         try:
             view = state.task_view(task)
@@ -259,7 +261,8 @@ class WorkflowClient:
             raise TaskError(f"task {task!r} of workflow {workflow_id!r} has no attempt "
                             f"{attempt} (attempts so far: {view.attempt})")
         finished = attempt_finished(state, task, attempt)  # before reading: no byte missed
-        data, end = read_log(self.backend.outputs, workflow_id, task, attempt, offset, limit)
+        data, end = read_log(self.backend.outputs, workflow_id, task, attempt, offset, limit,
+                             open_tail=finished or not follow)
         return LogRead(attempt, data, end, finished)
 
     def output(self, workflow_id: str, task: str) -> Any:

@@ -64,6 +64,9 @@ class Settings:
     while its last heartbeat is younger than three intervals."""
     max_request_bytes: int = 16 * 1024 * 1024
     """``DAGQ_MAX_REQUEST_BYTES``: largest HTTP request body accepted."""
+    log_capture: bool = True
+    """``DAGQ_LOG_CAPTURE``: store what each attempt prints and its history record
+    (``false``: workers discard task output and keep no attempt records)."""
     log_max_bytes: int = 8 * 1024 * 1024
     """``DAGQ_LOG_MAX_BYTES``: most bytes of one attempt's log kept in the store (its first
     and last halves, with a marker where the middle was left out)."""

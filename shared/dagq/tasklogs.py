@@ -11,7 +11,9 @@ preemption) runs again with the same number. It is the run's start time in epoch
 milliseconds, so runs sort in the order they started and two workers running the same
 attempt at once never write the same objects. The stored log of an attempt is every
 run's chunks, then its tail, run after run; offsets are positions in that sequence, so a
-reader can follow a running attempt by asking for what lies past its last offset.
+reader can follow a running attempt by asking for what lies past its last offset. The
+tail of a running attempt is rewritten while it runs, so a follower leaves out the
+last run's tail until the attempt has ended (``open_tail=False``) and reads it then.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from dagq.errors import NotFound
 from dagq.ports import OutputStore
 
+_TAIL_SEQ = 1 << 30
 _PART_RE = re.compile(r"(\d+)-(\d{6}|tail)\.log")
 
 
@@ -47,33 +50,40 @@ class LogPart:
     """Bytes."""
     start: int
     """Offset of its first byte in the attempt's log."""
+    tail: bool = False
+    """True for a run's tail object (rewritten while that run is running)."""
 
 
-def log_parts(outputs: OutputStore, workflow_id: str, task: str, attempt: int) -> list[LogPart]:
-    """The stored objects of an attempt's log in reading order (empty if none)."""
+def log_parts(outputs: OutputStore, workflow_id: str, task: str, attempt: int,
+              open_tail: bool = True) -> list[LogPart]:
+    """The stored objects of an attempt's log in reading order (empty if none); without
+    ``open_tail`` the last run's tail is left out (it may still change)."""
     prefix = log_prefix(workflow_id, task, attempt)
     found: list[tuple[tuple[int, int], str, int]] = []
     for name, size, _md5 in outputs.list(prefix):
         m = _PART_RE.fullmatch(name[len(prefix):])
         if m is None:  # e.g. a task whose name continues with "/{attempt}/..."
             continue
-        seq = 1 << 30 if m.group(2) == "tail" else int(m.group(2))
+        seq = _TAIL_SEQ if m.group(2) == "tail" else int(m.group(2))
         found.append(((int(m.group(1)), seq), name, size))
     found.sort()
+    if not open_tail and found and found[-1][0][1] == _TAIL_SEQ:
+        found.pop()
     parts, offset = [], 0
-    for _key, name, size in found:
-        parts.append(LogPart(name, size, offset))
+    for key, name, size in found:
+        parts.append(LogPart(name, size, offset, key[1] == _TAIL_SEQ))
         offset += size
     return parts
 
 
 def read_log(outputs: OutputStore, workflow_id: str, task: str, attempt: int,
-             offset: int = 0, limit: int | None = None) -> tuple[bytes, int]:
+             offset: int = 0, limit: int | None = None,
+             open_tail: bool = True) -> tuple[bytes, int]:
     """The attempt's stored log from ``offset`` (at most ``limit`` bytes) and the offset
     to ask for next. Bytes appear in the store as the worker uploads them."""
     out = bytearray()
     end = offset
-    for part in log_parts(outputs, workflow_id, task, attempt):
+    for part in log_parts(outputs, workflow_id, task, attempt, open_tail):
         if part.start + part.size <= offset:
             continue
         if limit is not None and len(out) >= limit:

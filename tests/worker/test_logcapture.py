@@ -59,6 +59,11 @@ def test_runs_of_one_attempt_read_in_start_order_and_other_tasks_are_left_out(
     out.put(log_object_name("wf", "t", 1, 1000, None), b"first tail\n")
     out.put(log_object_name("wf", "t/1", 2, 1000, 0), b"another task\n")  # shares the prefix
     assert read_log(out, "wf", "t", 1)[0] == b"first run\nfirst tail\nsecond run\n"
+    out.put(log_object_name("wf", "t", 1, 2000, None), b"second tail, still changing\n")
+    # a follower leaves out the running run's tail only
+    assert read_log(out, "wf", "t", 1, open_tail=False)[0] == (
+        b"first run\nfirst tail\nsecond run\n")
+    assert read_log(out, "wf", "t", 1)[0].endswith(b"second run\nsecond tail, still changing\n")
     assert read_log(out, "wf", "t/1", 2)[0] == b"another task\n"
 
 

@@ -58,12 +58,12 @@ def _wait_started(client: WorkflowClient, workflow_id: str, task: str) -> int:
 
 def _show(client: WorkflowClient, workflow_id: str, task: str, attempt: int | None,
           tail: int | None, follow: bool) -> None:
-    got = client.logs(workflow_id, task, attempt)
+    got = client.logs(workflow_id, task, attempt, follow=follow)
     _write(last_lines(got.data, tail) if tail is not None else got.data)
     offset, finished = got.next_offset, got.finished
     while follow and not finished:
         time.sleep(FOLLOW_POLL_S)
-        got = client.logs(workflow_id, task, got.attempt, offset)
+        got = client.logs(workflow_id, task, got.attempt, offset, follow=True)
         _write(got.data)
         offset, finished = got.next_offset, got.finished
 
@@ -135,8 +135,11 @@ def task_(ctx: click.Context, workflow_id: str, task: str, as_json: bool,
         if info.get(label):
             click.echo(f"  {label.replace('_', ' ')}: {info[label]}")
     if info["attempts"]:
-        print_table(["attempt", "run", "result", "worker", "started", "took", "exit",
-                     "error"], [_attempt_row(r) for r in info["attempts"]])
+        rows = [_attempt_row(r) for r in info["attempts"]]
+        head = ["attempt", "run", "result", "worker", "started", "took", "exit", "error"]
+        if not any(r.get("run") for r in info["attempts"]):  # no attempt ran twice
+            head, rows = head[:1] + head[2:], [r[:1] + r[2:] for r in rows]
+        print_table(head, rows)
     if info["attempt"] >= 1:
         click.echo(f"log: {logs_command(workflow_id, task)}" +
                    (" --all" if info["attempt"] > 1 else ""))

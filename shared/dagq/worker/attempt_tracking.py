@@ -1,15 +1,18 @@
 """One attempt as operators see it: its stored log, its history record, its log lines.
 
-``AttemptTracker.start()`` writes the attempt's ``running`` record, logs a start line and
-starts capturing its output; ``end()`` finishes the capture, writes the final record
-(result, exit code or signal, duration, error line and tail, log size) and logs an end
-line. Store errors here are logged and never fail the task: history is best effort,
-the result travels in the completion message as always.
+``AttemptTracker.start()`` logs a start line and starts capturing the attempt's output;
+an attempt still running after ``DAGQ_LOG_FLUSH_INTERVAL`` gets a ``running`` record (so
+short tasks cost one record write, not two); ``end()`` finishes the capture, writes the
+final record (result, exit code or signal, duration, error line and tail, log size) and
+logs an end line. Store errors here are logged and never fail the task: history is best
+effort, the result travels in the completion message as always. With
+``DAGQ_LOG_CAPTURE=false`` neither the output nor the record is stored.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -58,9 +61,14 @@ class AttemptTracker:
         self.run_id = int(self.started_at * 1000)
         self._t0 = time.monotonic()
         self._ended = False
+        self._lock = threading.Lock()
+        self.log_path = log_path
         self.capture = LogCapture(
             backend.outputs, log_path, task.workflow_id, task.task, task.attempt, self.run_id,
-            max_bytes=settings.log_max_bytes, flush_interval=settings.log_flush_interval)
+            max_bytes=settings.log_max_bytes, flush_interval=settings.log_flush_interval,
+        ) if settings.log_capture else None
+        self._timer = threading.Timer(settings.log_flush_interval, self._still_running)
+        self._timer.daemon = True
         self.record: dict[str, Any] = {
             "task": task.task, "attempt": task.attempt, "run_id": self.run_id,
             "worker": worker_id, "started_at": self.started_at, "ended_at": None,
@@ -69,9 +77,10 @@ class AttemptTracker:
         }
 
     def start(self) -> None:
-        """Record and announce the start; begin streaming the log."""
-        self._write()
-        self.capture.start()
+        """Announce the start; begin streaming the log."""
+        if self.capture is not None:
+            self.capture.start()
+            self._timer.start()
         events.info("task start %s attempt %d", self._label(), self.task.attempt,
                     extra={"dagq": self._fields(event="task_start")})
 
@@ -79,12 +88,19 @@ class AttemptTracker:
             cancelled: bool = False) -> LogStats | None:
         """Finish the log, write the final record and announce the end (once; later
         calls do nothing and return None)."""
-        if self._ended:
-            return None
-        self._ended = True
+        with self._lock:  # after this, the running record can no longer be written
+            if self._ended:
+                return None
+            self._ended = True
+        self._timer.cancel()
         result = result_of(outcome, released=released, cancelled=cancelled)
         trailer = _TRAILERS.get(result)
-        stats = self.capture.finish(trailer.format(worker=self.worker_id) if trailer else None)
+        if self.capture is None:
+            self.log_path.unlink(missing_ok=True)
+            stats = LogStats(0, 0, False, 0)
+        else:
+            stats = self.capture.finish(trailer.format(worker=self.worker_id) if trailer
+                                        else None)
         duration = time.monotonic() - self._t0
         code = outcome.exit_code
         self.record.update({
@@ -96,7 +112,8 @@ class AttemptTracker:
                     "truncated": stats.truncated},
             **({} if outcome.success else attempts.error_fields(outcome.error)),
         })
-        self._write()
+        if self.capture is not None:
+            self._write()
         level = logging.INFO if outcome.success or released else logging.WARNING
         error = self.record.get("error")
         events.log(level, "task end %s attempt %d %s in %.2fs%s", self._label(),
@@ -113,6 +130,11 @@ class AttemptTracker:
         return {"workflow_id": self.task.workflow_id, "task": self.task.task,
                 "attempt": self.task.attempt, "run_id": self.run_id, "worker": self.worker_id,
                 **more}
+
+    def _still_running(self) -> None:
+        with self._lock:
+            if not self._ended:
+                self._write()
 
     def _write(self) -> None:
         try:

@@ -6,8 +6,9 @@ reads the file's new bytes every fraction of a second and:
 
 - while the stored head is under its cap, uploads them as numbered chunks (one object
   per chunk of up to ``CHUNK_BYTES``, at least every ``flush_interval`` seconds);
-- past the head cap, keeps only the last bytes in a bounded ring and rewrites the tail
-  object every ``flush_interval`` seconds, preceded by a marker saying what was left out;
+- past the head cap, keeps only the last bytes in a bounded buffer and rewrites the tail
+  object (preceded by a marker saying what was left out) every ``TAIL_EVERY_S`` seconds,
+  so a lost worker loses at most that much of the end, and once more at the end;
 - frees the disk blocks it has read (``fallocate`` hole punching, so the writer's file
   offset is untouched), keeping the last ``KEEP_LOCAL`` bytes for the error tail.
 
@@ -24,7 +25,6 @@ import logging
 import os
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +38,9 @@ CHUNK_BYTES = 1024 * 1024
 KEEP_LOCAL = 64 * 1024
 """Bytes at the end of the local file never hole-punched (the error tail reads them)."""
 POLL_S = 0.25
+TAIL_EVERY_S = 30.0
+"""Least seconds between rewrites of a running attempt's tail object (each rewrite
+uploads the whole tail, so it is rarer than the head's chunks)."""
 _FALLOC_FL_KEEP_SIZE, _FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 
 
@@ -70,12 +73,11 @@ class LogCapture:
         self.head_stored = 0
         self.uploads = 0
         self._seq = 0
-        self._tail: deque[bytes] = deque()
-        self._tail_size = 0
+        self._tail = bytearray()  # the last bytes past the head, at most ``tail_cap``
         self._tail_dirty = False
         self._tail_stored = 0
         self._punched = 0
-        self._last_flush = time.monotonic()
+        self._last_flush = self._last_tail = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -101,7 +103,7 @@ class LogCapture:
         with contextlib.suppress(OSError):
             self.path.unlink()
         return LogStats(self.offset, self.head_stored + self._tail_stored,
-                        self.offset > self.head_stored + self._tail_size, self.uploads)
+                        self.offset > self.head_stored + len(self._tail), self.uploads)
 
     # -- internals -----------------------------------------------------------------------
     def _loop(self) -> None:
@@ -139,34 +141,27 @@ class LogCapture:
                     break
                 self.offset += len(data)
                 self._remember(data)
-        if self._tail_dirty and due and self._put(None, self._tail_bytes()):
+        tail_due = force or time.monotonic() - self._last_tail >= TAIL_EVERY_S
+        if self._tail_dirty and tail_due and self._put(None, self._tail_bytes()):
             self._tail_dirty = False
+            self._last_tail = time.monotonic()
         if due:
-            self._last_flush = time.monotonic()
+            self._last_flush = self._last_tail = time.monotonic()
         self._punch()
 
     def _remember(self, data: bytes) -> None:
-        self._tail.append(data)
-        self._tail_size += len(data)
+        self._tail += data[-self.tail_cap:]
+        del self._tail[:max(0, len(self._tail) - self.tail_cap)]
         self._tail_dirty = True
-        while self._tail_size > self.tail_cap:
-            extra = self._tail_size - self.tail_cap
-            first = self._tail[0]
-            if len(first) <= extra:
-                self._tail.popleft()
-                self._tail_size -= len(first)
-            else:
-                self._tail[0] = first[extra:]
-                self._tail_size -= extra
 
     def _tail_bytes(self) -> bytes:
-        left_out = self.offset - self.head_stored - self._tail_size
+        left_out = self.offset - self.head_stored - len(self._tail)
         if left_out <= 0:
-            return b"".join(self._tail)
+            return bytes(self._tail)
         marker = (f"\n[dagq: {left_out} bytes left out here; an attempt's stored log keeps "
                   f"its first {self.head_cap} and last {self.tail_cap} bytes "
                   f"(DAGQ_LOG_MAX_BYTES={self.max_bytes})]\n").encode()
-        return marker + b"".join(self._tail)
+        return marker + self._tail
 
     def _put(self, seq: int | None, data: bytes) -> bool:
         name = log_object_name(*self._names, seq)
