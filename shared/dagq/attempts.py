@@ -1,6 +1,7 @@
 """Attempt history: one record per run of a task attempt, kept outside the state blob.
 
-Workers write a record when an attempt starts and again when it ends, in the records
+Workers write a record when an attempt ends (and one when it has been running for a
+while), in batches (``dagq.worker.history``), in the records
 store (partition ``attempts~{workflow_id}``, key ``{task}/{attempt:06d}.{run_id}``, where
 ``run_id`` is the run's start in epoch milliseconds: a released attempt runs again with
 the same number, and each run keeps its own record).
@@ -68,12 +69,6 @@ def error_fields(error: str | None) -> dict[str, Any]:
     if not error:
         return {"error": None, "error_tail": None}
     return {"error": first_line(error), "error_tail": error[-ERROR_TAIL:]}
-
-
-def write(records: Records, workflow_id: str, record: dict[str, Any]) -> None:
-    """Store ``record`` (needs ``task``, ``attempt`` and ``run_id``)."""
-    key = record_key(record["task"], record["attempt"], record["run_id"])
-    records.put(partition(workflow_id), key, record)
 
 
 def list_attempts(records: Records, workflow_id: str,

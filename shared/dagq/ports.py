@@ -11,7 +11,7 @@ from ``dagq.errors``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -229,6 +229,12 @@ class Records(Protocol):
             etag: str | None = None) -> str:
         """Upsert; with ``etag`` only if it matches (``PreconditionFailed``); ``etag="*new"``
         means create-only (``AlreadyExists``). Returns the new ETag."""
+        ...
+
+    def put_many(self, partition: str,
+                 items: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Upsert several ``(key, record)`` pairs of one partition, each key at most once,
+        in as few requests as the service allows (one per 100 on Azure Tables)."""
         ...
 
     def delete(self, partition: str, key: str) -> None:

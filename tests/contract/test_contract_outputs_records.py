@@ -89,6 +89,16 @@ def test_record_list_is_per_partition_ordered_by_key(backend: Backend) -> None:
     assert backend.records.list("p3") == []
 
 
+def test_record_put_many_upserts_in_batches(backend: Backend) -> None:
+    backend.records.put("pm", "k/000", {"old": True})
+    items = [(f"k/{i:03d}", {"i": i, "text": "x" * 200}) for i in range(250)]  # > 100
+    backend.records.put_many("pm", items)
+    backend.records.put_many("pm", [])
+    assert backend.records.list("pm") == items  # the existing record was replaced
+    backend.records.put_many("fresh-partition", [("a/b#c?d", {"odd": "key"})])
+    assert backend.records.list("fresh-partition") == [("a/b#c?d", {"odd": "key"})]
+
+
 def test_record_compare_and_swap_loses_no_update(backend: Backend, other: Backend) -> None:
     backend.records.put("p", "n", {"n": 0})
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,16 @@ pytestmark = pytest.mark.slow
 PY = sys.executable
 CHATTY = f"{PY} {SCRIPTS / 'chatty.py'}"
 QUICK_LOGS = {"DAGQ_LOG_FLUSH_INTERVAL": "0.3"}
+
+
+def _history(stack: Stack, wf: str, task: str, runs: int) -> list[dict[str, Any]]:
+    """The task's attempt records once ``runs`` of them have ended (they are written in
+    the background, a moment after the attempt's completion)."""
+    def probe() -> list[dict[str, Any]] | None:
+        recs: list[dict[str, Any]] = stack.client.task(wf, task)["attempts"]
+        return recs if len(recs) == runs and all(r["ended_at"] for r in recs) else None
+
+    return eventually(probe, f"{runs} ended attempt record(s) of {task}", 30)
 
 
 def _logs(stack: Stack, *args: str) -> str:
@@ -42,6 +53,8 @@ def test_success_failure_retries_and_why_a_task_did_not_run(stack: Stack) -> Non
         {"name": "after", "depends_on": ["boom"], "kwargs": {"cmd": "echo never"}},
     ])
     assert stack.wait_terminal(wf) == "failed"
+    _history(stack, wf, "boom", 2)
+    _history(stack, wf, "ok", 1)
 
     assert _logs(stack, wf, "ok") == "hello\nworld\n"
     assert _logs(stack, wf, "ok", "--tail", "1") == "world\n"
@@ -125,7 +138,7 @@ def test_follow_shows_lines_of_a_running_task_and_a_cancelled_attempt_keeps_its_
     assert stack.wait_terminal(wf) == "cancelled"
     text = _logs(stack, wf, "hang")
     assert text.startswith("started\n") and "the workflow was cancelled" in text
-    [record] = stack.client.task(wf, "hang")["attempts"]
+    [record] = _history(stack, wf, "hang", 1)
     assert record["result"] == "cancelled"
 
 
@@ -147,7 +160,7 @@ def test_a_preempted_attempt_keeps_both_runs_in_its_log(stack: Stack) -> None:
     assert re.fullmatch(r"run-1 attempt 1\ngot SIGTERM\n\n\[dagq: released by worker \S+ "
                         r"\(shutting down or preempted\); the same attempt runs again\]\n"
                         r"run-2 attempt 1\n", text), text
-    runs = stack.client.task(wf, "train")["attempts"]
+    runs = _history(stack, wf, "train", 2)
     assert [(r["attempt"], r["run"], r["result"], r["released"]) for r in runs] == [
         (1, 0, "released", True), (1, 1, "succeeded", False)]
     assert runs[0]["worker"] != runs[1]["worker"]
@@ -183,5 +196,5 @@ def test_a_task_printing_100_mb_leaves_a_small_worker_no_files_and_a_capped_log(
                      r"first 524288 and last 524288 bytes \(DAGQ_LOG_MAX_BYTES=1048576\)\]\n",
                      text)
     assert text.endswith("line 00999999 " + "x" * 85 + "\nEND-OF-FLOOD\n")
-    [record] = stack.client.task(wf, "flood")["attempts"]
+    [record] = _history(stack, wf, "flood", 1)
     assert record["log"]["printed"] == 100_000_013 and record["log"]["truncated"] is True

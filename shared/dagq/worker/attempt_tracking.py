@@ -4,8 +4,9 @@
 an attempt still running after ``DAGQ_LOG_FLUSH_INTERVAL`` gets a ``running`` record (so
 short tasks cost one record write, not two); ``end()`` finishes the capture, writes the
 final record (result, exit code or signal, duration, error line and tail, log size) and
-logs an end line. Store errors here are logged and never fail the task: history is best
-effort, the result travels in the completion message as always. With
+logs an end line. Records are written in the background (``HistoryWriter``); store
+errors are logged and never fail the task: history is best effort, the result travels
+in the completion message as always. With
 ``DAGQ_LOG_CAPTURE=false`` neither the output nor the record is stored.
 """
 
@@ -22,6 +23,7 @@ from dagq.config import Settings
 from dagq.ports import Backend
 from dagq.protocol.messages import TaskMessage
 from dagq.worker.eventlog import EVENTS as events
+from dagq.worker.history import HistoryWriter
 from dagq.worker.logcapture import LogCapture, LogStats
 from dagq.worker.processors import Outcome
 
@@ -55,8 +57,9 @@ class AttemptTracker:
     """Tracks one run of one attempt on this worker."""
 
     def __init__(self, backend: Backend, settings: Settings, worker_id: str,
-                 task: TaskMessage, log_path: Path) -> None:
+                 task: TaskMessage, log_path: Path, history: HistoryWriter) -> None:
         self.backend, self.worker_id, self.task = backend, worker_id, task
+        self.history = history
         self.started_at = time.time()
         self.run_id = int(self.started_at * 1000)
         self._t0 = time.monotonic()
@@ -137,7 +140,4 @@ class AttemptTracker:
                 self._write()
 
     def _write(self) -> None:
-        try:
-            attempts.write(self.backend.records, self.task.workflow_id, self.record)
-        except Exception as exc:  # history must not cost the task its result
-            log.warning("could not record attempt %s: %s", self.task.key, exc)
+        self.history.submit(self.task.workflow_id, self.record)

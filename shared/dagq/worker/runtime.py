@@ -36,6 +36,7 @@ from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.dirsync import DirSync, default_interval, dir_prefix, parse_spec
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
+from dagq.worker.history import HistoryWriter
 from dagq.worker.processors import Outcome, Processor, TaskContext, default_processors
 
 log = logging.getLogger("dagq.worker")
@@ -102,6 +103,7 @@ class Worker:
                                    settings.heartbeat_interval)
         self.dirsync_interval = default_interval()
         self._task_env = _task_env(settings)
+        self.history = HistoryWriter(backend.records)
 
     # -- lifecycle ---------------------------------------------------------------------
     def run(self, install_signals: bool = True) -> int:
@@ -111,6 +113,7 @@ class Worker:
             signal.signal(signal.SIGINT, lambda *_: self.shutdown())
         started = time.monotonic()
         prune(self.backend.records, time.time())
+        self.history.start()
         self.heartbeat.beat(self.running_tasks())
         slots = [threading.Thread(target=self._slot, name=f"dagq-slot-{i}", daemon=True)
                  for i in range(self.concurrency)]
@@ -122,6 +125,7 @@ class Worker:
         self._shutdown.set()
         self._slots_done.set()
         monitor.join(timeout=5)
+        self.history.stop()
         self.heartbeat.stop()
         log.info("worker %s stopped after %.1fs: %s", self.worker_id,
                     time.monotonic() - started, self.summary())
@@ -234,7 +238,7 @@ class Worker:
                 ctx = self._context(run, workdir, gpus, resolve=False)
                 outcome = Outcome(False, f"could not prepare the task's inputs: {exc}")
             tracker = AttemptTracker(self.backend, self.settings, self.worker_id, task,
-                                     ctx.log_path)
+                                     ctx.log_path, self.history)
             tracker.start()
             if outcome is None:
                 sync = self._start_dirsync(task)

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from dagq.backends.sqlite.db import SqliteDb, prefix_upper_bound
@@ -193,6 +193,20 @@ class SqliteRecords:
                 f"record {partition}/{key} is absent or changed since ETag {etag}"
             )
         return str(rows[0][0])
+
+    def put_many(self, partition: str,
+                 items: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Upsert several records of one partition in one transaction."""
+        if not items:
+            return
+        self._stats.add("record.put_many")
+        rows = [(partition, key, json.dumps(dict(value), separators=(",", ":")))
+                for key, value in items]
+        with self._db.write() as conn:
+            conn.executemany(
+                "INSERT INTO records (partition, key, value, version) VALUES (?, ?, ?, 1) "
+                "ON CONFLICT (partition, key) DO UPDATE SET value = excluded.value, "
+                "version = version + 1", rows)
 
     def delete(self, partition: str, key: str) -> None:
         """Remove a record (no error when absent)."""
