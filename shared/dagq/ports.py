@@ -56,6 +56,10 @@ class StateStore(Protocol):
         """Ids of all stored workflows starting with ``prefix``."""
         ...
 
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's state (no error when absent)."""
+        ...
+
 
 @dataclass
 class IndexRow:
@@ -117,6 +121,10 @@ class Index(Protocol):
         after: str | None = None,
     ) -> list[IndexRow]:
         """Rows matching every given filter, ordered by id, starting after id ``after``."""
+        ...
+
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's row (no error when absent)."""
         ...
 
 
@@ -215,6 +223,10 @@ class OutputStore(Protocol):
 
     def list(self, prefix: str) -> list[tuple[str, int, str]]:
         """``(name, size, md5)`` of every object whose name starts with ``prefix``."""
+        ...
+
+    def delete(self, name: str) -> None:
+        """Remove an object (no error when absent)."""
         ...
 
 

@@ -127,3 +127,12 @@ def test_stats_count_requests(backend: Backend) -> None:
     backend.queues.get("default").send(b"m")
     assert backend.stats.total >= before + 3
     assert sum(backend.stats.snapshot().values()) == backend.stats.total
+
+
+def test_output_delete_removes_one_object_and_is_idempotent(backend: Backend) -> None:
+    backend.outputs.put("logs/wf/a/1/x.log", b"1")
+    backend.outputs.put("logs/wf/a/1/y.log", b"2")
+    backend.outputs.delete("logs/wf/a/1/x.log")
+    backend.outputs.delete("logs/wf/a/1/x.log")
+    backend.outputs.delete("never/was")
+    assert [n for n, _, _ in backend.outputs.list("logs/wf/")] == ["logs/wf/a/1/y.log"]

@@ -198,3 +198,39 @@ def test_a_task_printing_100_mb_leaves_a_small_worker_no_files_and_a_capped_log(
     assert text.endswith("line 00999999 " + "x" * 85 + "\nEND-OF-FLOOD\n")
     [record] = _history(stack, wf, "flood", 1)
     assert record["log"]["printed"] == 100_000_013 and record["log"]["truncated"] is True
+
+
+def test_child_logs_are_read_by_child_id_and_prune_removes_everything(stack: Stack) -> None:
+    stack.coordinator()
+    stack.worker("default", "--concurrency", "2")
+    big = "python -c \"from dagq.task import set_output; set_output({'pad': 'x' * 40000})\""
+    wf = stack.submit("family", [
+        {"name": "hello", "kwargs": {"cmd": f"echo parent says hi; {big}"}},
+        {"name": "child", "depends_on": ["hello"], "workflow": {"name": "kid", "tasks": [
+            {"name": "inner", "kwargs": {"cmd": "echo child says hi"}}]}},
+    ])
+    assert stack.wait_terminal(wf) == "completed"
+    [child_id] = [r.id for r in stack.client.descendants(wf)]
+    assert _logs(stack, child_id, "inner") == "child says hi\n"
+    assert _logs(stack, wf, "hello") == "parent says hi\n"
+    _history(stack, child_id, "inner", 1)
+    out = stack.backend.outputs
+    assert out.list(f"outputs/{wf}/") and out.list(f"logs/{wf}/") and out.list(f"logs/{child_id}/")
+
+    kept = stack.run("prune", "--older-than", "1h")
+    assert kept.returncode == 0 and kept.stdout == ""
+    dry = stack.run("prune", "--older-than", "0s", "--dry-run")
+    assert dry.stdout.split() == [wf] and stack.client.row(wf)
+    gone = stack.run("prune", "--older-than", "0s")
+    assert gone.returncode == 0 and gone.stdout.split() == [wf], gone.stderr
+    assert "removed 1 workflow(s) (2 with children" in gone.stderr
+    for member in (wf, child_id):
+        assert stack.backend.index.query() == []
+        assert list(stack.backend.states.list_ids(member)) == []
+        assert stack.backend.records.list(f"attempts~{member}") == []
+        for kind in ("outputs", "files", "dirs", "inputs", "logs"):
+            assert out.list(f"{kind}/{member}/") == [], (kind, member)
+    res = stack.run("logs", wf, "hello")
+    assert res.returncode == 1 and "no workflow" in res.stderr
+    bad = stack.run("prune", "--older-than", "soon")
+    assert bad.returncode == 1 and "'soon' is not an age" in bad.stderr

@@ -63,6 +63,7 @@ def main() -> None:
     from dagq.cli import batch as _batch  # noqa: F401  (registers commands)
     from dagq.cli import files as _files  # noqa: F401
     from dagq.cli import logs as _logs  # noqa: F401
+    from dagq.cli import retention as _retention  # noqa: F401
     from dagq.cli import run as _run  # noqa: F401
     from dagq.cli import schedule as _schedule  # noqa: F401
     from dagq.cli import services as _services  # noqa: F401

@@ -153,6 +153,12 @@ class TableIndex:
             entities = self._t.query(" and ".join(clauses), params, limit)
         return [_entity_to_row(e) for e in entities]
 
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's row (no error when absent)."""
+        with self._t.guard(f"deleting index row {workflow_id!r}"), \
+                suppress(ResourceNotFoundError):
+            self._t.client.delete_entity(INDEX_PARTITION, escape_key(workflow_id))
+
     def _merge(self, workflow_id: str, fields: dict[str, Any]) -> None:
         entity = {"PartitionKey": INDEX_PARTITION, "RowKey": escape_key(workflow_id), **fields}
         with self._t.guard(f"updating index row {workflow_id!r}"):

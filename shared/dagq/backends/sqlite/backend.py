@@ -103,6 +103,12 @@ class SqliteStates:
             sql, bound = _LIST_NEXT, page[-1][0]
 
 
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's state (no error when absent)."""
+        self._stats.add("state.delete")
+        self._db.execute("DELETE FROM states WHERE id = ?", (workflow_id,))
+
+
 class SqliteOutputs:
     """``OutputStore``: named bytes with their MD5 in table ``outputs``."""
 
@@ -141,6 +147,12 @@ class SqliteOutputs:
             (prefix, upper),
         ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
+
+
+    def delete(self, name: str) -> None:
+        """Remove an object (no error when absent)."""
+        self._stats.add("output.delete")
+        self._db.execute("DELETE FROM outputs WHERE name = ?", (name,))
 
 
 class SqliteRecords:
