@@ -37,17 +37,21 @@ from dagq.runtime.coordinator import Coordinator  # noqa: E402
 DAGQ = str(Path(sys.executable).parent / "dagq")
 
 
+CMD = {"cmd": "true"}
+"""Every task's kwargs (``--task-cmd`` changes the command)."""
+
+
 def fan(n: int) -> WorkflowDef:
     """1 root, ``n`` parallel tasks, 1 sink."""
-    mids = tuple(TaskDef(f"t{i}", {"cmd": "true"}, ("root",)) for i in range(n))
-    sink = TaskDef("sink", {"cmd": "true"}, tuple(t.name for t in mids))
-    return WorkflowDef("bench-fan", (TaskDef("root", {"cmd": "true"}), *mids, sink))
+    mids = tuple(TaskDef(f"t{i}", CMD, ("root",)) for i in range(n))
+    sink = TaskDef("sink", CMD, tuple(t.name for t in mids))
+    return WorkflowDef("bench-fan", (TaskDef("root", CMD), *mids, sink))
 
 
 def chain(n: int) -> WorkflowDef:
     """``n`` tasks, each depending on the previous one."""
     return WorkflowDef("bench-chain", tuple(
-        TaskDef(f"c{i}", {"cmd": "true"}, (f"c{i - 1}",) if i else ()) for i in range(n)))
+        TaskDef(f"c{i}", CMD, (f"c{i - 1}",) if i else ()) for i in range(n)))
 
 
 def lattice(layers: int, width: int) -> WorkflowDef:
@@ -55,7 +59,7 @@ def lattice(layers: int, width: int) -> WorkflowDef:
     tasks = []
     for layer in range(layers):
         deps = tuple(f"l{layer - 1}-{j}" for j in range(width)) if layer else ()
-        tasks += [TaskDef(f"l{layer}-{j}", {"cmd": "true"}, deps) for j in range(width)]
+        tasks += [TaskDef(f"l{layer}-{j}", CMD, deps) for j in range(width)]
     return WorkflowDef("bench-lattice", tuple(tasks))
 
 
@@ -144,8 +148,11 @@ def main() -> None:
     parser.add_argument("--no-log-capture", action="store_true",
                         help="workers store neither task output nor attempt records "
                              "(DAGQ_LOG_CAPTURE=false), to measure what capture costs")
+    parser.add_argument("--task-cmd", default="true",
+                        help="the shell command of every task (e.g. 'echo hi' to store a log)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
+    CMD["cmd"] = args.task_cmd
 
     tmp = Path(tempfile.mkdtemp(prefix="dagq-bench-"))
     azurite = None
