@@ -67,7 +67,7 @@ class Settings:
     log_capture: bool = True
     """``DAGQ_LOG_CAPTURE``: store what each attempt prints and its history record
     (``false``: workers discard task output and keep no attempt records)."""
-    log_max_bytes: int = 8 * 1024 * 1024
+    log_max_bytes: int = 4 * 1024 * 1024
     """``DAGQ_LOG_MAX_BYTES``: most bytes of one attempt's log kept in the store (its first
     and last halves, with a marker where the middle was left out)."""
     log_flush_interval: float = 3.0

@@ -48,6 +48,9 @@ def test_task_detail_and_logs_by_attempt_and_offset(runtime: Runtime, backend: B
     assert status == 200 and detail["status"] == "completed" and detail["attempt"] == 2
     assert [(a["attempt"], a["result"], a["exit_code"]) for a in detail["attempts"]] == [
         (1, "failed", 1), (2, "succeeded", 0)]
+    _, listing = http(fns["list_tasks"], "GET", "", route={"id": "talk-1"})
+    rows = {t["name"]: t for t in listing["tasks"]}
+    assert rows["say"]["attempts"] == detail["attempts"] and rows["later"]["attempts"]
 
     latest = _logs(fns["task_logs"], "talk-1", "say")
     assert latest.status_code == 200 and latest.mimetype == "text/plain"

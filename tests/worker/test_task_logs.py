@@ -43,6 +43,9 @@ def _logs(stack: Stack, *args: str) -> str:
 
 
 def test_success_failure_retries_and_why_a_task_did_not_run(stack: Stack) -> None:
+    (stack.root / "brittle.py").write_text(
+        "def explode():\n    print('about to fail', flush=True)\n"
+        "    raise ValueError('the function broke')\n")
     stack.coordinator()
     worker = stack.worker("default", "--log-format", "json")
     fail = ('echo "attempt $DAGQ_ATTEMPT says hi"; '
@@ -51,10 +54,18 @@ def test_success_failure_retries_and_why_a_task_did_not_run(stack: Stack) -> Non
         {"name": "ok", "kwargs": {"cmd": "printf 'hello\\nworld\\n'"}},
         {"name": "boom", "num_retries": 1, "kwargs": {"cmd": fail}},
         {"name": "after", "depends_on": ["boom"], "kwargs": {"cmd": "echo never"}},
+        {"name": "fn", "kwargs": {"call": "brittle:explode"}},
     ])
     assert stack.wait_terminal(wf) == "failed"
     _history(stack, wf, "boom", 2)
     _history(stack, wf, "ok", 1)
+    [fn] = _history(stack, wf, "fn", 1)
+
+    # a function task's log has what it printed and its traceback
+    fn_log = _logs(stack, wf, "fn")
+    assert fn_log.startswith("about to fail\nTraceback (most recent call last):")
+    assert "raise ValueError('the function broke')" in fn_log
+    assert fn["error"] == "ValueError: the function broke" and fn["exit_code"] == 1
 
     assert _logs(stack, wf, "ok") == "hello\nworld\n"
     assert _logs(stack, wf, "ok", "--tail", "1") == "world\n"
@@ -97,8 +108,9 @@ def test_success_failure_retries_and_why_a_task_did_not_run(stack: Stack) -> Non
     # the worker logged one JSON line per task start and end
     events = [json.loads(line) for line in worker.text().splitlines() if line.startswith("{")]
     ends = [(e["task"], e["attempt"], e["result"]) for e in events if e["event"] == "task_end"]
-    assert sorted(ends) == [("boom", 1, "failed"), ("boom", 2, "failed"), ("ok", 1, "succeeded")]
-    assert sum(e["event"] == "task_start" for e in events) == 3
+    assert sorted(ends) == [("boom", 1, "failed"), ("boom", 2, "failed"), ("fn", 1, "failed"),
+                            ("ok", 1, "succeeded")]
+    assert sum(e["event"] == "task_start" for e in events) == 4
     assert all(e["workflow_id"] == wf and e["worker"] for e in events)
 
 
