@@ -188,7 +188,10 @@ _LIBC: ctypes.CDLL | None = None
 
 def punch_hole(path: Path, offset: int, length: int) -> bool:
     """Free the disk blocks of ``path[offset:offset+length]`` (reads then return zeros);
-    False where the system or file system cannot (the file then keeps its blocks)."""
+    False where the system or file system cannot (the file then keeps its blocks).
+
+    ``FALLOC_FL_PUNCH_HOLE`` works on XFS, ext4, Btrfs and tmpfs (util-linux
+    ``fallocate(1)`` manual, ``--punch-hole``)."""
     global _LIBC
     try:
         if _LIBC is None:
