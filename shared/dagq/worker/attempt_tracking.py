@@ -27,8 +27,6 @@ from dagq.worker.history import HistoryWriter
 from dagq.worker.logcapture import LogCapture, LogStats
 from dagq.worker.processors import Outcome
 
-log = logging.getLogger("dagq.worker")
-
 
 def result_of(outcome: Outcome, *, released: bool, cancelled: bool) -> str:
     """The record's ``result`` for how an attempt ended."""
