@@ -48,20 +48,27 @@ def first_line(error: str | None) -> str | None:
     lines = [ln.strip() for ln in error.splitlines() if ln.strip()]
     if not lines:
         return None
-    head = lines[0]
-    generic = (" exited with code ", " was killed by signal ")
-    if len(lines) > 1 and any(g in head for g in generic):
-        return _meaningful(lines[1:]) or head
+    head, rest = lines[0], lines[1:]
+    if not rest:
+        return head
+    if " was killed by signal " in head:  # e.g. out of memory: the output rarely says it
+        return _error_like(rest) or head
+    if " exited with code " in head:  # the program's last words usually say why
+        return _error_like(rest) or rest[-1]
     return head
 
 
-def _meaningful(lines: list[str]) -> str | None:
-    """The last line that looks like an error message (tracebacks end with one)."""
+_ERROR_WORDS = ("error", "exception", "fatal", "killed", "failed", "denied", "not found",
+                "no such file", "cannot", "can't", "unable")
+
+
+def _error_like(lines: list[str]) -> str | None:
+    """The last line that reads like an error message (tracebacks end with one)."""
     for ln in reversed(lines):
         low = ln.lower()
-        if "error" in low or "exception" in low or "fatal" in low or "killed" in low:
+        if any(w in low for w in _ERROR_WORDS):
             return ln
-    return lines[-1] if lines else None
+    return None
 
 
 def error_fields(error: str | None) -> dict[str, Any]:

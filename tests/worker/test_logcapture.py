@@ -129,6 +129,11 @@ def test_a_store_outage_delays_the_log_but_loses_nothing(
      "RuntimeError: CUDA out of memory"),
     ("command exited with code 2\nusage: train.py [-h]\nplain last line", "plain last line"),
     ("command exited with code 1", "command exited with code 1"),
+    ("command exited with code 1\ncat: in.csv: No such file or directory\ndone",
+     "cat: in.csv: No such file or directory"),
+    ("command was killed by signal 9\nepoch 3 loss 0.21", "command was killed by signal 9"),
+    ("function m:f was killed by signal 9\nMemoryError: out of memory\n",
+     "MemoryError: out of memory"),
 ])
 def test_the_meaningful_line_of_an_error(error: str | None, line: str | None) -> None:
     assert first_line(error) == line
