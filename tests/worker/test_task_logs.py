@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -225,6 +226,10 @@ def test_child_logs_are_read_by_child_id_and_prune_removes_everything(stack: Sta
     [child_id] = [r.id for r in stack.client.descendants(wf)]
     assert _logs(stack, child_id, "inner") == "child says hi\n"
     assert _logs(stack, wf, "hello") == "parent says hi\n"
+    hint = stack.run("logs", wf, "child")
+    assert hint.returncode == 0 and hint.stdout == ""
+    assert (f"runs child workflow {child_id}: its tasks' logs are "
+            f"`dagq logs {shlex.quote(child_id)} TASK`") in hint.stderr
     _history(stack, child_id, "inner", 1)
     out = stack.backend.outputs
     assert out.list(f"outputs/{wf}/") and out.list(f"logs/{wf}/") and out.list(f"logs/{child_id}/")

@@ -13,6 +13,7 @@ from dagq.cli.main import cli, handle_errors, store_option
 from dagq.cli.render import print_table
 from dagq.cli.workflows import emit_json, open_client
 from dagq.client import WorkflowClient
+from dagq.core.engine import child_workflow_id
 from dagq.errors import TaskError
 from dagq.task_details import ACTIVE
 from dagq.tasklogs import last_lines
@@ -92,6 +93,7 @@ def logs(ctx: click.Context, workflow_id: str, task: str, attempt: int | None, a
     if latest < 1:
         raise TaskError(f"task {task!r} of workflow {workflow_id!r} has not started yet "
                         f"(use --follow to wait for it)")
+    _hint_child(client, workflow_id, task, attempt or latest)
     if not all_:
         _show(client, workflow_id, task, attempt, tail, follow)
         return
@@ -101,6 +103,20 @@ def logs(ctx: click.Context, workflow_id: str, task: str, attempt: int | None, a
         _write(f"==> {task} attempt {n}: {rec.get('result', 'unknown')}"
                f"{' on ' + rec['worker'] if rec.get('worker') else ''} <==\n".encode())
         _show(client, workflow_id, task, n, tail, follow and n == latest)
+
+
+def _hint_child(client: WorkflowClient, workflow_id: str, task: str, attempt: int) -> None:
+    """A task that runs a child workflow prints nothing itself: say where its logs are."""
+    state = client.state(workflow_id)
+    try:
+        runs_child = state.definition.task(task).workflow is not None
+    except KeyError:
+        return
+    if runs_child:
+        child = child_workflow_id(workflow_id, task, attempt)
+        click.echo(f"task {task!r} runs child workflow {child}: its tasks' logs are "
+                   f"`dagq logs {shlex.quote(child)} TASK` (`dagq status {shlex.quote(child)}` "
+                   "lists them)", err=True)
 
 
 def _attempt_row(rec: dict[str, Any]) -> list[Any]:
