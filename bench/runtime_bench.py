@@ -37,17 +37,21 @@ from dagq.wiring import backend_from_settings  # noqa: E402
 DAGQ = str(Path(sys.executable).parent / "dagq")
 
 
+CMD = {"cmd": "true"}
+"""Every task's kwargs (``--task-cmd`` changes the command)."""
+
+
 def fan(n: int) -> WorkflowDef:
     """1 root, ``n`` parallel tasks, 1 sink."""
-    mids = tuple(TaskDef(f"t{i}", {"cmd": "true"}, ("root",)) for i in range(n))
-    sink = TaskDef("sink", {"cmd": "true"}, tuple(t.name for t in mids))
-    return WorkflowDef("bench-fan", (TaskDef("root", {"cmd": "true"}), *mids, sink))
+    mids = tuple(TaskDef(f"t{i}", CMD, ("root",)) for i in range(n))
+    sink = TaskDef("sink", CMD, tuple(t.name for t in mids))
+    return WorkflowDef("bench-fan", (TaskDef("root", CMD), *mids, sink))
 
 
 def chain(n: int) -> WorkflowDef:
     """``n`` tasks, each depending on the previous one."""
     return WorkflowDef("bench-chain", tuple(
-        TaskDef(f"c{i}", {"cmd": "true"}, (f"c{i - 1}",) if i else ()) for i in range(n)))
+        TaskDef(f"c{i}", CMD, (f"c{i - 1}",) if i else ()) for i in range(n)))
 
 
 def lattice(layers: int, width: int) -> WorkflowDef:
@@ -55,7 +59,7 @@ def lattice(layers: int, width: int) -> WorkflowDef:
     tasks = []
     for layer in range(layers):
         deps = tuple(f"l{layer - 1}-{j}" for j in range(width)) if layer else ()
-        tasks += [TaskDef(f"l{layer}-{j}", {"cmd": "true"}, deps) for j in range(width)]
+        tasks += [TaskDef(f"l{layer}-{j}", CMD, deps) for j in range(width)]
     return WorkflowDef("bench-lattice", tuple(tasks))
 
 
@@ -140,8 +144,14 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=20)
     parser.add_argument("--synthetic", type=int, default=3000,
                         help="tasks in the coordinator-only fan-out")
+    parser.add_argument("--no-log-capture", action="store_true",
+                        help="workers store neither task output nor attempt records "
+                             "(DAGQ_LOG_CAPTURE=false), to measure what capture costs")
+    parser.add_argument("--task-cmd", default="true",
+                        help="the shell command of every task (e.g. 'echo hi' to store a log)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
+    CMD["cmd"] = args.task_cmd
 
     tmp = Path(tempfile.mkdtemp(prefix="dagq-bench-"))
     azurite = None
@@ -165,7 +175,8 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     store = args.store or f"sqlite:{tmp / 'bench.db'}"
     stats_file = tmp / "stats.jsonl"
     env = dict(os.environ, DAGQ_STORE=store, DAGQ_STATS_FILE=str(stats_file),
-               DAGQ_IDLE_POLL="0.2", DAGQ_MAX_IDLE_BACKOFF="0.2")
+               DAGQ_IDLE_POLL="0.2", DAGQ_MAX_IDLE_BACKOFF="0.2",
+               DAGQ_LOG_CAPTURE="false" if args.no_log_capture else "true")
     if args.connection_string:
         env["DAGQ_STORAGE_CONNECTION_STRING"] = args.connection_string
     os.environ.update({k: v for k, v in env.items() if k.startswith("DAGQ_")
@@ -176,7 +187,8 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     coord = start(["coordinator"], env)
     worker = start(["worker", "default", "--concurrency", str(args.slots)], env)
     time.sleep(1.0)
-    results: dict[str, Any] = {"store": store.split(":")[0], "slots": args.slots}
+    results: dict[str, Any] = {"store": store.split(":")[0], "slots": args.slots,
+                               "log_capture": not args.no_log_capture}
     tasks_run = 0
     try:
         timed(client, chain(5))  # warm-up
@@ -213,7 +225,8 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"store: {results['store']}, worker slots: {args.slots}")
+    print(f"store: {results['store']}, worker slots: {args.slots}, "
+          f"log capture: {'on' if results['log_capture'] else 'off'}")
     print(f"(a) fan-out 1+{args.fanout}+1:      {results['fanout_tasks_per_s']:8.0f} tasks/s")
     print(f"(b) chain of {args.chain}:            {results['chain_ms_per_hop']:8.1f} ms/hop")
     print(f"(c) lattice {args.layers}x{args.width}:          "

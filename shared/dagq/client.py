@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dagq import attempts
 from dagq.core import engine
 from dagq.core.engine import WorkflowState, dumps, loads
 from dagq.core.engine.graph import KIND_CHILD
@@ -39,6 +40,8 @@ from dagq.ports import Backend, IndexRow
 from dagq.protocol import names
 from dagq.protocol.messages import ControlAction, ControlMessage
 from dagq.protocol.outputs import fetch_verified
+from dagq.task_details import LogRead, attempt_finished, enrich
+from dagq.tasklogs import read_log
 from dagq.waiting import poll_until_terminal
 from dagq.worker.dirsync import download_synced, list_synced, read_synced
 
@@ -252,6 +255,7 @@ class WorkflowClient:
         filters; ``phase`` tells a queued or waiting ``running`` task from a started one."""
         state = self.state(workflow_id)
         phases = task_phases(self.backend, state, self.clock())
+        history = attempts.list_attempts(self.backend.records, workflow_id)
         out = []
         for view in state.iter_task_views():
             if prefix and not view.name.startswith(prefix):
@@ -260,7 +264,8 @@ class WorkflowClient:
                 continue
             if queue and view.queue != queue:
                 continue
-            row = {**task_summary(view), "phase": phases[view.name]}
+            row = enrich({**task_summary(view), "phase": phases[view.name]}, state,
+                         history.get(view.name, []))
             if state.graph.kind[state.graph.index[view.name]] == KIND_CHILD and view.attempt:
                 row["child"] = engine.child_workflow_id(workflow_id, view.name, view.attempt)
             out.append(row)
@@ -276,6 +281,39 @@ class WorkflowClient:
     def graph(self, workflow_id: str) -> dict[str, Any]:
         """The run's graph model: tasks, dependencies, statuses and phases."""
         return graph_of(self.backend, self.state(workflow_id), self.clock())
+
+    def task(self, workflow_id: str, task: str) -> dict[str, Any]:
+        """One task's summary with its attempt history; ``TaskError`` if there is none."""
+        state = self.state(workflow_id)
+        try:
+            view = state.task_view(task)
+        except KeyError:
+            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}") from None
+        history = attempts.list_attempts(self.backend.records, workflow_id, task)
+        row = enrich(task_summary(view), state, history.get(task, []))
+        if state.graph.kind[state.graph.index[task]] == KIND_CHILD and view.attempt:
+            row["child"] = engine.child_workflow_id(workflow_id, task, view.attempt)
+        return row
+
+    def logs(self, workflow_id: str, task: str, attempt: int | None = None,
+             offset: int = 0, limit: int | None = None, follow: bool = False) -> LogRead:
+        """What ``attempt`` (default: the latest) of ``task`` printed, from byte
+        ``offset``; ``TaskError`` for an unknown task or attempt. With ``follow`` the
+        tail of a capped attempt still running is left out (it is rewritten as it runs)
+        so that offsets stay valid; it comes once the attempt has ended."""
+        state = self.state(workflow_id)
+        try:
+            view = state.task_view(task)
+        except KeyError:
+            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}") from None
+        attempt = view.attempt if attempt is None else attempt
+        if attempt < 1 or attempt > view.attempt:
+            raise TaskError(f"task {task!r} of workflow {workflow_id!r} has no attempt "
+                            f"{attempt} (attempts so far: {view.attempt})")
+        finished = attempt_finished(state, task, attempt)  # before reading: no byte missed
+        data, end = read_log(self.backend.outputs, workflow_id, task, attempt, offset, limit,
+                             open_tail=finished or not follow)
+        return LogRead(attempt, data, end, finished)
 
     def output(self, workflow_id: str, task: str) -> Any:
         """The task's output (large outputs fetched and MD5-checked); ``None`` if none."""

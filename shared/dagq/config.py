@@ -70,6 +70,18 @@ class Settings:
     dirsync_interval: float = 5.0
     """``DAGQ_DIRSYNC_INTERVAL``: seconds between ``bg_dirsync_to`` rounds unless a task's
     ``every_s`` says otherwise."""
+    log_capture: bool = True
+    """``DAGQ_LOG_CAPTURE``: store what each attempt prints and its history record
+    (``false``: workers discard task output and keep no attempt records)."""
+    log_max_bytes: int = 4 * 1024 * 1024
+    """``DAGQ_LOG_MAX_BYTES``: most bytes of one attempt's log kept in the store (its first
+    and last halves, with a marker where the middle was left out)."""
+    log_flush_interval: float = 3.0
+    """``DAGQ_LOG_FLUSH_INTERVAL``: longest delay between a task printing a line and the
+    line being readable with ``dagq logs``."""
+    log_format: str = "text"
+    """``DAGQ_LOG_FORMAT``: ``text`` or ``json`` (one JSON object per line) for the
+    worker's and coordinator's own log lines."""
 
     @classmethod
     def from_env(
@@ -93,17 +105,22 @@ class Settings:
     def check(self) -> None:
         """Raise ``ConfigError`` if a value is unusable."""
         registry.check_urls(self.store, self.queues)
-        for name in ("batch_size", "max_deliveries", "max_request_bytes", "pool_size"):
+        for name in ("batch_size", "max_deliveries", "max_request_bytes", "pool_size",
+                     "log_max_bytes"):
             if getattr(self, name) < 1:
                 example = getattr(Settings, name)
                 raise ConfigError(f"DAGQ_{name.upper()}={getattr(self, name)} must be at least "
                                   f"1 (e.g. DAGQ_{name.upper()}={example})")
         for name in ("visibility_timeout", "cancel_poll_interval", "sweep_interval",
-                     "heartbeat_interval", "index_interval", "dirsync_interval"):
+                     "heartbeat_interval", "index_interval", "dirsync_interval",
+                     "log_flush_interval"):
             if getattr(self, name) <= 0:
                 example = getattr(Settings, name)
                 raise ConfigError(f"DAGQ_{name.upper()}={getattr(self, name)} must be above 0 "
                                   f"seconds (e.g. DAGQ_{name.upper()}={example:g})")
+        if self.log_format not in ("text", "json"):
+            raise ConfigError(f"DAGQ_LOG_FORMAT={self.log_format!r} must be 'text' or 'json' "
+                              "(e.g. DAGQ_LOG_FORMAT=json)")
         if self.heartbeat_interval <= 0:
             raise ConfigError(f"DAGQ_HEARTBEAT_INTERVAL={self.heartbeat_interval:g} must be "
                               "above 0 seconds (e.g. DAGQ_HEARTBEAT_INTERVAL=10)")

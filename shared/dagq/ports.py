@@ -11,7 +11,7 @@ from ``dagq.errors``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -58,6 +58,10 @@ class StateStore(Protocol):
 
     def list_ids(self, prefix: str = "") -> Iterator[str]:
         """Ids of all stored workflows starting with ``prefix``."""
+        ...
+
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's state (no error when absent)."""
         ...
 
 
@@ -121,6 +125,10 @@ class Index(Protocol):
         after: str | None = None,
     ) -> list[IndexRow]:
         """Rows matching every given filter, ordered by id, starting after id ``after``."""
+        ...
+
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's row (no error when absent)."""
         ...
 
 
@@ -223,6 +231,10 @@ class OutputStore(Protocol):
         """``(name, size, md5)`` of every object whose name starts with ``prefix``."""
         ...
 
+    def delete(self, name: str) -> None:
+        """Remove an object (no error when absent)."""
+        ...
+
 
 class Records(Protocol):
     """Small JSON records with ETags in named partitions (heartbeats, schedules, ...)."""
@@ -235,6 +247,12 @@ class Records(Protocol):
             etag: str | None = None) -> str:
         """Upsert; with ``etag`` only if it matches (``PreconditionFailed``); ``etag="*new"``
         means create-only (``AlreadyExists``). Returns the new ETag."""
+        ...
+
+    def put_many(self, partition: str,
+                 items: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Upsert several ``(key, record)`` pairs of one partition, each key at most once,
+        in as few requests as the service allows (one per 100 on Azure Tables)."""
         ...
 
     def delete(self, partition: str, key: str) -> None:

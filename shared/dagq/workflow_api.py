@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from dagq.client import Submitted
 from dagq.core.model import WorkflowDef
+from dagq.task_details import LogRead
 
 
 class WorkflowAPI(Protocol):
@@ -47,6 +48,15 @@ class WorkflowAPI(Protocol):
 
     def graph(self, workflow_id: str) -> dict[str, Any]:
         """The run's graph model: tasks, dependencies, statuses and phases."""
+        ...
+
+    def task(self, workflow_id: str, task: str) -> dict[str, Any]:
+        """One task's summary with its attempt history."""
+        ...
+
+    def logs(self, workflow_id: str, task: str, attempt: int | None = None,
+             offset: int = 0, limit: int | None = None, follow: bool = False) -> LogRead:
+        """What an attempt of ``task`` printed, from byte ``offset``."""
         ...
 
     def tasks(self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,

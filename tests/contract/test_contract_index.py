@@ -149,3 +149,13 @@ def test_query_pages_with_limit_and_after(populated: Backend) -> None:
         seen += _ids(page)
         after = page[-1].id
     assert seen == ["w01", "w03", "w05", "w06"]
+
+
+def test_delete_removes_a_row_and_is_idempotent(backend: Backend) -> None:
+    backend.index.create(_row("gone-1"))
+    backend.index.create(_row("kept-1"))
+    for wid in ("gone-1", "gone-1", "never-was"):  # twice, and one that never existed
+        backend.index.delete(wid)
+    with pytest.raises(NotFound):
+        backend.index.get("gone-1")
+    assert [r.id for r in backend.index.query()] == ["kept-1"]

@@ -90,6 +90,16 @@ def test_record_list_is_per_partition_ordered_by_key(backend: Backend) -> None:
     assert backend.records.list("p3") == []
 
 
+def test_record_put_many_upserts_in_batches(backend: Backend) -> None:
+    backend.records.put("pm", "k/000", {"old": True})
+    items = [(f"k/{i:03d}", {"i": i, "text": "x" * 200}) for i in range(250)]  # > 100
+    backend.records.put_many("pm", items)
+    backend.records.put_many("pm", [])
+    assert backend.records.list("pm") == items  # the existing record was replaced
+    backend.records.put_many("fresh-partition", [("a/b#c?d", {"odd": "key"})])
+    assert backend.records.list("fresh-partition") == [("a/b#c?d", {"odd": "key"})]
+
+
 def test_record_compare_and_swap_loses_no_update(backend: Backend, other: Backend) -> None:
     backend.records.put("p", "n", {"n": 0})
 
@@ -118,3 +128,12 @@ def test_stats_count_requests(backend: Backend) -> None:
     backend.queues.get("default").send(b"m")
     assert backend.stats.total >= before + 3
     assert sum(backend.stats.snapshot().values()) == backend.stats.total
+
+
+def test_output_delete_removes_one_object_and_is_idempotent(backend: Backend) -> None:
+    backend.outputs.put("logs/wf/a/1/x.log", b"1")
+    backend.outputs.put("logs/wf/a/1/y.log", b"2")
+    backend.outputs.delete("logs/wf/a/1/x.log")
+    backend.outputs.delete("logs/wf/a/1/x.log")
+    backend.outputs.delete("never/was")
+    assert [n for n, _, _ in backend.outputs.list("logs/wf/")] == ["logs/wf/a/1/y.log"]

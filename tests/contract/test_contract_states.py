@@ -97,3 +97,13 @@ def test_large_state_round_trips(backend: Backend) -> None:
     data = bytes(range(256)) * 4096  # 1 MiB
     etag = backend.states.create("big", data)
     assert backend.states.read("big") == (data, etag)
+
+
+def test_delete_removes_a_state_and_is_idempotent(backend: Backend) -> None:
+    backend.states.create("gone-1", b"x")
+    backend.states.create("kept-1", b"y")
+    for wid in ("gone-1", "gone-1", "never-was"):  # twice, and one that never existed
+        backend.states.delete(wid)
+    with pytest.raises(NotFound):
+        backend.states.read("gone-1")
+    assert backend.states.read("kept-1")[0] == b"y"

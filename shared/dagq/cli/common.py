@@ -13,6 +13,7 @@ import click
 from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.errors import DagqError, DefinitionError
+from dagq.ports import Backend
 from dagq.wiring import backend_from_settings
 from dagq.workflow_api import WorkflowAPI
 
@@ -69,3 +70,12 @@ def open_client(ctx: click.Context, store: str | None) -> WorkflowAPI:
 def emit_json(value: Any) -> None:
     """Print one JSON document on stdout."""
     click.echo(json.dumps(value, indent=2, sort_keys=False, default=str))
+
+
+def store_backend(ctx: click.Context, store: str | None, *, what: str) -> Backend:
+    """The configured store's backend, for a command that works on the store itself;
+    a usage error under ``--api`` (the HTTP API does not offer it)."""
+    if (ctx.find_root().params or {}).get("api"):
+        raise click.UsageError(f"{what} works on the store directly, not through --api; "
+                               "run it where DAGQ_STORE reaches the store")
+    return backend_from_settings(settings_from(ctx, store))

@@ -17,6 +17,8 @@ from dagq.cli import (
     files,
     follow,
     graph,
+    logs,
+    retention,
     run,
     schedule,
     serve,
@@ -24,8 +26,8 @@ from dagq.cli import (
     workflows,
 )
 
-COMMAND_MODULES = (batch, explain, files, follow, graph, run, schedule, serve, services,
-                   workflows)
+COMMAND_MODULES = (batch, explain, files, follow, graph, logs, retention, run, schedule,
+                   serve, services, workflows)
 """Modules whose ``COMMANDS`` make up ``dagq``."""
 
 

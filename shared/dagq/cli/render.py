@@ -144,7 +144,7 @@ def print_tasks(tasks: list[dict[str, Any]], now: float | None = None) -> None:
         [t["name"], shown_status(t), t["queue"], t["attempt"],
          time_text(t.get("dispatched_at"), now),
          duration_text(_elapsed(t.get("dispatched_at"), t.get("finished_at"), now)),
-         shorten(t.get("error") or t.get("note"))]
+         shorten(t.get("error_line") or t.get("reason") or t.get("error") or t.get("note"))]
         for t in tasks])
 
 

@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.text import Text
 
 from dagq.cli.common import handle_errors, settings_from, store_option
+from dagq.cli.logs import failure_lines
 from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
@@ -62,6 +63,11 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
         f"workflow {wf_id} [{colour}]{final['status']}[/] in {time.monotonic() - started:.1f}s: "
         + "  ".join(f"{k}={v}" for k, v in sorted(final["counts"].items()) if v),
         soft_wrap=True)
+    if final["status"] != "completed":
+        lines = failure_lines(client, wf_id)
+        if lines:
+            Console(stderr=True).print("failed tasks:\n" + "\n".join(lines),
+                                       soft_wrap=True, highlight=False, markup=False)
     if as_json:
         click.echo(json.dumps({"id": wf_id, "status": final["status"], "counts": final["counts"],
                                "elapsed_s": round(time.monotonic() - started, 3)}, indent=2))

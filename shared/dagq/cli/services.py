@@ -21,6 +21,7 @@ from dagq.protocol.names import COMPLETIONS
 from dagq.runtime.coordinator import Coordinator
 from dagq.wiring import backend_from_settings
 from dagq.worker.builtin import default_processors, load_processor
+from dagq.worker.eventlog import configure_events
 from dagq.worker.heartbeat import check_local, live_workers
 from dagq.worker.runtime import Worker
 
@@ -101,17 +102,22 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
 @click.option("--processor", "processors", multiple=True, metavar="MODULE:CLASS",
               help="Custom processor tried before the built-in ones (repeatable).")
 @click.option("--check", is_flag=True, help="Exit 0 if a worker for QUEUE on this host is alive.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default=None,
+              help="Per-task log lines as text or JSON lines [DAGQ_LOG_FORMAT, text].")
 @store_option
 @click.pass_context
 @handle_errors
 def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float | None,
            max_idle_backoff: float | None, cancel_poll_interval: float | None,
            kill_timeout: float | None, gpus_per_task: int, gpus: str | None,
-           processors: tuple[str, ...], check: bool, store: str | None) -> None:
-    """Run tasks from QUEUE until SIGTERM (running tasks are released to other workers)."""
+           processors: tuple[str, ...], check: bool, log_format: str | None,
+           store: str | None) -> None:
+    """Run tasks from QUEUE until SIGTERM (running tasks are released to other workers);
+    one log line per task start and end on stderr."""
     settings = settings_from(ctx, store, max_idle_backoff=max_idle_backoff,
                              cancel_poll_interval=cancel_poll_interval,
-                             kill_timeout=kill_timeout)
+                             kill_timeout=kill_timeout, log_format=log_format)
+    configure_events(settings.log_format)
     backend = backend_from_settings(settings)
     if check:
         ok = check_local(backend.records, queue, time.time(), settings.heartbeat_interval)

@@ -13,7 +13,7 @@ import azure.functions as func
 
 from dagq.client import row_summary
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
-from dagq.functions import new_blueprint
+from dagq.functions import http_logs, new_blueprint
 from dagq.functions.errors import answer, json_response
 from dagq.functions.http_auth import http_auth_level, identity_guard
 from dagq.functions.http_io import (
@@ -180,6 +180,18 @@ def http_blueprint(runtime: Runtime, trigger: str = "none") -> func.Blueprint:
     @guard
     def task_file_fn(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: task_file(runtime, req))
+
+    @bp.function_name("get_task")
+    @bp.route(route="workflows/{id}/tasks/{task}", methods=["GET"], auth_level=auth)
+    @guard
+    def get_task_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return answer(lambda: http_logs.task_detail(runtime, req))
+
+    @bp.function_name("task_logs")
+    @bp.route(route="workflows/{id}/tasks/{task}/logs", methods=["GET"], auth_level=auth)
+    @guard
+    def task_logs_fn(req: func.HttpRequest) -> func.HttpResponse:
+        return answer(lambda: http_logs.task_logs(runtime, req))
 
     @bp.function_name("cancel_workflow")
     @bp.route(route="workflows/{id}/cancel", methods=["POST"], auth_level=auth)

@@ -31,6 +31,7 @@ from dagq.core.parse import definition_to_dict
 from dagq.errors import ConfigError, DefinitionError, Problem, StoreUnavailable, TaskError
 from dagq.remote.auth import ApiAuth, EntraToken, TokenSource, auth_from_env
 from dagq.remote.errors import raise_for_answer
+from dagq.task_details import LogRead
 from dagq.waiting import is_terminal
 from dagq.worker.dirsync import write_files
 
@@ -236,13 +237,21 @@ class Client:
                 raise TaskError(f"file {rel!r} of task {task!r} does not match its MD5 {md5}")
         return data
 
-    def logs(self, workflow_id: str, task: str, **params: Any) -> Any:
-        """``GET .../tasks/{task}/logs`` with ``params`` (e.g. ``attempt``, ``offset``): the
-        parsed JSON answer, or the text when the server sends text."""
-        resp = self._send("GET", self._task(workflow_id, task, "/logs"), params=params)
-        if resp.headers.get("content-type", "").startswith("application/json"):
-            return resp.json()
-        return resp.text
+    def task(self, workflow_id: str, task: str) -> dict[str, Any]:
+        """One task's summary with its attempt history (``GET .../tasks/{task}``)."""
+        answer: dict[str, Any] = self._json("GET", self._task(workflow_id, task, ""))
+        return answer
+
+    def logs(self, workflow_id: str, task: str, attempt: int | None = None,
+             offset: int = 0, limit: int | None = None, follow: bool = False) -> LogRead:
+        """What ``attempt`` (default the latest) of ``task`` printed from byte ``offset``
+        (``GET .../tasks/{task}/logs``; the position comes back in headers)."""
+        resp = self._send("GET", self._task(workflow_id, task, "/logs"),
+                          params={"attempt": attempt, "offset": offset or None,
+                                  "limit": limit, "follow": "true" if follow else None})
+        return LogRead(attempt=int(resp.headers["X-Dagq-Attempt"]), data=resp.content,
+                       next_offset=int(resp.headers["X-Dagq-Next-Offset"]),
+                       finished=resp.headers.get("X-Dagq-Finished") == "true")
 
     def health(self) -> dict[str, Any]:
         """``GET /health``: the store and coordinator the API runs with."""

@@ -72,5 +72,6 @@ class FunctionProcessor(Processor):
             message = error_file.read_text()
             tail = result.tail.rstrip().removesuffix(f"dagq: {message}").rstrip()
             tail = tail[-TRACEBACK_TAIL:]
-            return Outcome(False, f"{message}\n{tail}" if tail else message)
+            return Outcome(False, f"{message}\n{tail}" if tail else message,
+                           exit_code=result.returncode)
         return outcome_of(result, ctx, f"function {call}")

@@ -53,6 +53,10 @@ class Outcome:
     """Why it failed."""
     stopped: bool = False
     """True if it was stopped on request rather than failing by itself."""
+    exit_code: int | None = field(default=None, compare=False)
+    """The task process's exit code (negative: the signal that killed it), when known."""
+    timed_out: bool = field(default=False, compare=False)
+    """True if it was stopped because its timeout passed."""
 
 
 class Processor:
@@ -69,17 +73,17 @@ class Processor:
 
 def outcome_of(result: ProcessResult, ctx: TaskContext, what: str) -> Outcome:
     """Map a finished process to an ``Outcome`` with a helpful error."""
-    if result.returncode == 0 and not result.stopped:
-        return Outcome(True)
+    code = result.returncode
+    if code == 0 and not result.stopped:
+        return Outcome(True, exit_code=0)
     if result.stopped:
         return Outcome(False, f"{what} was stopped (cancelled or worker shutting down)",
-                       stopped=True)
+                       stopped=True, exit_code=code)
     if result.timed_out:
         return Outcome(False, f"{what} timed out after {ctx.message.timeout_s:g}s\n"
-                              f"{result.tail}".rstrip())
-    code = result.returncode
+                              f"{result.tail}".rstrip(), exit_code=code, timed_out=True)
     how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-    return Outcome(False, f"{what} {how}\n{result.tail}".rstrip())
+    return Outcome(False, f"{what} {how}\n{result.tail}".rstrip(), exit_code=code)
 
 
 class ShellProcessor(Processor):

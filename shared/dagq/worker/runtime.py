@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,12 @@ from dagq.ports import Backend, Message
 from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
 from dagq.protocol.outputs import fetch_verified
+from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import DirSync, parse_spec
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
+from dagq.worker.history import HistoryWriter
 from dagq.worker.processors import Outcome, Processor, TaskContext
 from dagq.worker.taskenv import task_env
 
@@ -104,6 +106,7 @@ class Worker:
                                    settings.heartbeat_interval)
         self.dirsync_interval = settings.dirsync_interval
         self._task_env = task_env(settings)
+        self.history = HistoryWriter(backend.records)
 
     # -- lifecycle ---------------------------------------------------------------------
     def run(self, install_signals: bool = True) -> int:
@@ -113,6 +116,7 @@ class Worker:
             signal.signal(signal.SIGINT, lambda *_: self.shutdown())
         started = time.monotonic()
         prune(self.backend.records, time.time())
+        self.history.start()
         self.heartbeat.beat(self.running_tasks())
         slots = [threading.Thread(target=self._slot, name=f"dagq-slot-{i}", daemon=True)
                  for i in range(self.concurrency)]
@@ -124,6 +128,7 @@ class Worker:
         self._shutdown.set()
         self._slots_done.set()
         monitor.join(timeout=5)
+        self.history.stop()
         self.heartbeat.stop()
         log.info("worker %s stopped after %.1fs: %s", self.worker_id,
                     time.monotonic() - started, self.summary())
@@ -225,7 +230,9 @@ class Worker:
         task = run.task
         workdir = Path(tempfile.mkdtemp(prefix="dagq-task-"))
         gpus = self.gpu_pool.acquire() if self.gpu_pool else None
+        tracker: AttemptTracker | None = None
         try:
+            outcome: Outcome | None = None
             try:
                 ctx = self._context(run, workdir, gpus)
             except StoreUnavailable:
@@ -233,7 +240,10 @@ class Worker:
             except DagqError as exc:  # e.g. a corrupt or missing upstream output
                 ctx = self._context(run, workdir, gpus, resolve=False)
                 outcome = Outcome(False, f"could not prepare the task's inputs: {exc}")
-            else:
+            tracker = AttemptTracker(self.backend, self.settings, self.worker_id, task,
+                                     ctx.log_path, self.history)
+            tracker.start()
+            if outcome is None:
                 sync = self._start_dirsync(task)
                 try:
                     outcome = self._run_processor(ctx)
@@ -241,13 +251,17 @@ class Worker:
                     if sync is not None:
                         self._finish_dirsync(sync)
             if outcome.stopped and self._shutdown.is_set() and not run.cancelled:
+                tracker.end(outcome, released=True)
                 self.queue.release(run.end_lease())
                 self.stats["released"] += 1
                 log.info("released %s for another worker (shutting down)", task.key)
                 return
             if run.cancelled:
-                outcome = Outcome(False, "cancelled: the workflow was cancelled", stopped=True)
+                outcome = replace(outcome, success=False, stopped=True,
+                                  error="cancelled: the workflow was cancelled")
             completion = self._completion(task, outcome, ctx)
+            tracker.end(replace(outcome, success=completion.success, error=completion.error),
+                        cancelled=run.cancelled)
             crash_point("worker_before_complete")
             self.completions.send(completion.encode(), message_id=names.done_id(task.key),
                                   session_id=names.session_id(task.workflow_id))
@@ -256,6 +270,8 @@ class Worker:
             self.stats["cancelled" if run.cancelled else
                        "succeeded" if completion.success else "failed"] += 1
         finally:
+            if tracker is not None:  # the worker failed around the task: still end its log
+                tracker.end(Outcome(False, "the worker could not finish handling the attempt"))
             if gpus is not None and self.gpu_pool is not None:
                 self.gpu_pool.release(gpus)
             shutil.rmtree(workdir, ignore_errors=True)

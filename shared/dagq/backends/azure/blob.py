@@ -55,6 +55,12 @@ class _Container:
         return f"blob {name!r} in container {self.client.container_name!r}"
 
 
+def _delete(container: _Container, name: str) -> None:
+    with container.guard(f"deleting {container.describe(name)}"), \
+            suppress(ResourceNotFoundError):  # the blob or its container is gone already
+        container.client.delete_blob(name)
+
+
 class BlobStates:
     """``StateStore`` on blobs ``{workflow_id}.state`` in container ``{p}-state``."""
 
@@ -110,6 +116,10 @@ class BlobStates:
                 names = []
         return iter([n[: -len(STATE_SUFFIX)] for n in names if n.endswith(STATE_SUFFIX)])
 
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's state blob (no error when absent)."""
+        _delete(self._c, workflow_id + STATE_SUFFIX)
+
 
 class BlobOutputs:
     """``OutputStore`` on blobs in container ``{p}-outputs``; each blob carries its
@@ -149,3 +159,7 @@ class BlobOutputs:
             md5 = b.content_settings.content_md5
             out.append((str(b.name), int(b.size), bytes(md5).hex() if md5 else ""))
         return out
+
+    def delete(self, name: str) -> None:
+        """Remove an object (no error when absent)."""
+        _delete(self._c, name)

@@ -10,13 +10,13 @@ Tables are created by the first write that finds them missing.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any, TypeVar
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import TableClient, UpdateMode
+from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
 from dagq.backends.azure.errors import Guard
 from dagq.backends.azure.naming import escape_key, unescape_key
@@ -27,6 +27,11 @@ from dagq.ports import IndexRow
 T = TypeVar("T")
 INDEX_PARTITION = "wf"
 NEW = "*new"
+# An entity group transaction holds at most 100 entities of one partition and less than
+# 4 MiB (https://learn.microsoft.com/azure/storage/tables/scalability-targets); JSON
+# records are kept well under that, leaving room for the request's own framing.
+TRANSACTION_ENTITIES = 100
+TRANSACTION_BYTES = 2 * 1024 * 1024
 
 
 class _Table:
@@ -156,6 +161,12 @@ class TableIndex:
             entities = self._t.query(" and ".join(clauses), params, limit)
         return [_entity_to_row(e) for e in entities]
 
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's row (no error when absent)."""
+        with self._t.guard(f"deleting index row {workflow_id!r}"), \
+                suppress(ResourceNotFoundError):
+            self._t.client.delete_entity(INDEX_PARTITION, escape_key(workflow_id))
+
     def _merge(self, workflow_id: str, fields: dict[str, Any]) -> None:
         entity = {"PartitionKey": INDEX_PARTITION, "RowKey": escape_key(workflow_id), **fields}
         with self._t.guard(f"updating index row {workflow_id!r}"):
@@ -205,6 +216,37 @@ class TableRecords:
                         f"record {key!r} in partition {partition!r} changed or vanished "
                         f"since ETag {etag}") from None
         return str(meta["etag"])
+
+    def put_many(self, partition: str,
+                 items: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Upsert several records of one partition: one entity group transaction per
+        ``TRANSACTION_ENTITIES`` records or ``TRANSACTION_BYTES`` of JSON."""
+        pk = escape_key(partition)
+        batch: list[Any] = []
+        size = 0
+        for key, value in items:
+            text = json.dumps(dict(value), sort_keys=True)
+            if batch and (len(batch) == TRANSACTION_ENTITIES
+                          or size + len(text) > TRANSACTION_BYTES):
+                self._transact(partition, batch)
+                batch, size = [], 0
+            batch.append(("upsert", {"PartitionKey": pk, "RowKey": escape_key(key),
+                                     "json": text}, {"mode": UpdateMode.REPLACE}))
+            size += len(text)
+        if batch:
+            self._transact(partition, batch)
+
+    def _transact(self, partition: str, batch: list[Any]) -> None:
+        client = self._t.client
+        with self._t.guard(f"writing {len(batch)} records of partition {partition!r}"):
+            try:
+                client.submit_transaction(batch)
+            except TableTransactionError as exc:
+                if getattr(exc, "error_code", None) != "TableNotFound":
+                    raise
+                with suppress(ResourceExistsError):
+                    client.create_table()
+                client.submit_transaction(batch)
 
     def delete(self, partition: str, key: str) -> None:
         """Remove a record (no error when absent)."""

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dagq.backends.sqlite.db import SqliteDb, prefix_upper_bound
@@ -106,6 +106,12 @@ class SqliteStates:
             sql, bound = _LIST_NEXT, page[-1][0]
 
 
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's state (no error when absent)."""
+        self._stats.add("state.delete")
+        self._db.execute("DELETE FROM states WHERE id = ?", (workflow_id,))
+
+
 class SqliteOutputs:
     """``OutputStore``: named bytes with their MD5 in table ``outputs``."""
 
@@ -144,6 +150,12 @@ class SqliteOutputs:
             (prefix, upper),
         ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
+
+
+    def delete(self, name: str) -> None:
+        """Remove an object (no error when absent)."""
+        self._stats.add("output.delete")
+        self._db.execute("DELETE FROM outputs WHERE name = ?", (name,))
 
 
 class SqliteRecords:
@@ -196,6 +208,20 @@ class SqliteRecords:
                 f"record {partition}/{key} is absent or changed since ETag {etag}"
             )
         return str(rows[0][0])
+
+    def put_many(self, partition: str,
+                 items: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Upsert several records of one partition in one transaction."""
+        if not items:
+            return
+        self._stats.add("record.put_many")
+        rows = [(partition, key, json.dumps(dict(value), separators=(",", ":")))
+                for key, value in items]
+        with self._db.write() as conn:
+            conn.executemany(
+                "INSERT INTO records (partition, key, value, version) VALUES (?, ?, ?, 1) "
+                "ON CONFLICT (partition, key) DO UPDATE SET value = excluded.value, "
+                "version = version + 1", rows)
 
     def delete(self, partition: str, key: str) -> None:
         """Remove a record (no error when absent)."""

@@ -114,3 +114,8 @@ class SqliteIndex:
             sql += " LIMIT ?"
             params.append(limit)
         return [_row(r) for r in self._db.execute(sql, params).fetchall()]
+
+    def delete(self, workflow_id: str) -> None:
+        """Remove a workflow's row (no error when absent)."""
+        self._stats.add("index.delete")
+        self._db.execute("DELETE FROM workflows WHERE id = ?", (workflow_id,))
