@@ -1,8 +1,9 @@
 """WorkflowClient: submit, inspect, cancel and retry workflows on any backend.
 
 The CLI, the HTTP API and the coordinator (for child workflows) all use this class; it
-holds no engine logic beyond creating the initial state. Every state transition after
-submission is applied by the coordinator from messages on the completion queue.
+holds no engine logic beyond creating the initial state and applying cancel and retry
+(``dagq.control``); every other transition is applied by the coordinator from messages
+on the completion queue.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dagq.control import COMPLETIONS as COMPLETIONS  # re-exported: the queue name
+from dagq.control import Control
 from dagq.core import engine
 from dagq.core.engine.state import WorkflowState, dumps, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
@@ -33,9 +36,6 @@ from dagq.errors import (
 )
 from dagq.ports import Backend, IndexRow
 from dagq.protocol.messages import ControlAction, ControlMessage
-
-COMPLETIONS = "completions"
-"""Logical name of the completion queue."""
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,199}$")
 
@@ -73,6 +73,7 @@ class WorkflowClient:
     def __init__(self, backend: Backend, clock: Callable[[], float] = time.time) -> None:
         self.backend = backend
         self.clock = clock
+        self.control = Control(backend, clock, resolve=self.fetch_output)
 
     # -- submission --------------------------------------------------------------------
     def submit(
@@ -132,33 +133,25 @@ class WorkflowClient:
         return Submitted(workflow_id, created)
 
     # -- control -----------------------------------------------------------------------
-    def cancel(self, workflow_id: str) -> None:
-        """Request cancellation of a workflow and all its active descendants: the flag
-        survives restarts; the coordinator applies it and workers stop running tasks."""
-        try:
-            self.backend.index.request_cancel(workflow_id)
-        except NotFound:
-            raise WorkflowNotFound(f"no workflow with id {workflow_id!r}") from None
-        self._control(workflow_id, "cancel", request_id=f"{workflow_id}/{uuid.uuid4().hex[:12]}")
-        for row in self.descendants(workflow_id):
-            if row.status not in TERMINAL_WORKFLOW_STATUSES:
-                self.backend.index.request_cancel(row.id)
-                self._control(row.id, "cancel", request_id=f"{row.id}/{uuid.uuid4().hex[:12]}")
+    def cancel(self, workflow_id: str) -> WorkflowState:
+        """Cancel a workflow and all its active descendants; see ``dagq.control``.
+
+        When this returns, tasks that had not started are ``cancelled`` and running ones
+        are being stopped. Raises ``WorkflowFinished`` if the workflow already ended."""
+        self.row(workflow_id)
+        children = tuple(r.id for r in self.descendants(workflow_id)
+                         if r.status not in TERMINAL_WORKFLOW_STATUSES)
+        return self.control.cancel(workflow_id, children=children)
 
     def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
               request_id: str | None = None) -> str:
-        """Ask the coordinator to retry failed, upstream-failed and cancelled tasks.
+        """Reset failed, upstream-failed and cancelled tasks; the coordinator runs them.
 
-        ``parent`` re-attaches a child workflow to its parent task's new attempt.
-        """
+        The reset is visible when this returns; raises ``WorkflowFinished`` for a
+        completed workflow. ``parent`` re-attaches a child workflow to its parent task's
+        new attempt. Returns the request id."""
         self.row(workflow_id)
-        self.backend.index.request_cancel(workflow_id, requested=False)
-        request_id = request_id or f"{workflow_id}/retry/{uuid.uuid4().hex[:12]}"
-        body = ControlMessage(workflow_id, "retry", request_id,
-                              parent.attempt if parent else None).encode()
-        self.backend.queues.get(COMPLETIONS).send(body, message_id=request_id,
-                                                  session_id=workflow_id)
-        return request_id
+        return self.control.retry(workflow_id, parent=parent, request_id=request_id)[0]
 
     def descendants(self, workflow_id: str) -> list[IndexRow]:
         """Index rows of every child workflow below ``workflow_id``, in id order."""

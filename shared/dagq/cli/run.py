@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -20,10 +21,16 @@ from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, WorkflowDef
+from dagq.errors import WorkflowFinished
 from dagq.ports import Backend
 from dagq.runtime.coordinator import Coordinator
+from dagq.worker import proctree
+from dagq.worker.process import kill_all_now
 from dagq.worker.processors import default_processors, load_processor
 from dagq.worker.runtime import Worker
+
+KILL_WAIT_S = 2.0
+"""After a second Ctrl-C, how long ``dagq run`` waits for the workflow to end."""
 
 
 def queues_of(defn: WorkflowDef) -> set[str]:
@@ -62,6 +69,11 @@ class LocalRuntime:
         for t in self.threads:
             t.start()
 
+    def stop_workflow(self, workflow_id: str) -> None:
+        """Stop the tasks of ``workflow_id`` running here at once (SIGTERM to their trees)."""
+        for w in self.workers:
+            w.stop_workflow(workflow_id)
+
     def close(self) -> None:
         """Stop workers (releasing what they run) and the coordinator."""
         for w in self.workers:
@@ -92,12 +104,20 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
     runtime = LocalRuntime(backend, settings, queues_of(defn), workers, processors)
     wf_id = client.submit(defn, workflow_id=workflow_id).id
     click.echo(wf_id)
-    interrupted = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+    presses: list[float] = []
+
+    def on_sigint(*_: object) -> None:
+        presses.append(time.monotonic())
+        if len(presses) == 2:  # the second Ctrl-C: no more grace for anything
+            n = kill_all_now()
+            Console(stderr=True).print(f"[red]killed {n} task process tree(s)")
+
+    proctree.enable_subreaper()
+    previous = signal.signal(signal.SIGINT, on_sigint)
     runtime.start()
     started = time.monotonic()
     try:
-        final = _watch(client, wf_id, started, interrupted)
+        final = _watch(client, runtime, wf_id, started, presses)
     finally:
         signal.signal(signal.SIGINT, previous)
         runtime.close()
@@ -109,8 +129,8 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
     sys.exit(0 if final["status"] == "completed" else 1)
 
 
-def _watch(client: WorkflowClient, wf_id: str, started: float,
-           interrupted: threading.Event) -> dict[str, Any]:
+def _watch(client: WorkflowClient, runtime: LocalRuntime, wf_id: str, started: float,
+           presses: list[float]) -> dict[str, Any]:
     cancelled = False
     err = Console(stderr=True)
     frames = _frames(client, wf_id, started)
@@ -120,10 +140,13 @@ def _watch(client: WorkflowClient, wf_id: str, started: float,
         live.start()
     try:
         while True:
-            if interrupted.is_set() and not cancelled:
+            if presses and not cancelled:
                 cancelled = True
-                err.print("[yellow]cancelling (Ctrl-C again is ignored; waiting for tasks to stop)")
-                client.cancel(wf_id)
+                runtime.stop_workflow(wf_id)
+                err.print("[yellow]cancelling: stopping the running tasks "
+                          "(Ctrl-C again kills them at once)")
+                with contextlib.suppress(WorkflowFinished):
+                    client.cancel(wf_id)
             summary, view, line = next(frames)
             if live is not None:
                 live.update(view)
@@ -132,6 +155,8 @@ def _watch(client: WorkflowClient, wf_id: str, started: float,
                 last_line, last_print = line, time.monotonic()
             if summary["status"] in TERMINAL_WORKFLOW_STATUSES:
                 return summary
+            if len(presses) >= 2 and time.monotonic() - presses[1] > KILL_WAIT_S:
+                return summary  # killed: do not wait for the bookkeeping any longer
             time.sleep(0.1)
     finally:
         if live is not None:

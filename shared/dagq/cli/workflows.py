@@ -17,7 +17,10 @@ from dagq.client import WorkflowClient, row_summary
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
-from dagq.errors import DagqError, DefinitionError
+from dagq.errors import DagqError, DefinitionError, WorkflowFinished
+
+EXIT_FINISHED = 3
+"""Exit code of ``cancel``/``retry`` when the workflow already ended: nothing changed."""
 
 
 def open_client(ctx: click.Context, store: str | None) -> WorkflowClient:
@@ -177,9 +180,21 @@ def output(ctx: click.Context, workflow_id: str, task: str, store: str | None) -
 @click.pass_context
 @handle_errors
 def cancel(ctx: click.Context, workflow_id: str, store: str | None) -> None:
-    """Cancel a workflow: nothing new starts and running tasks are stopped."""
-    open_client(ctx, store).cancel(workflow_id)
-    click.echo(f"cancel requested for {workflow_id}", err=True)
+    """Cancel a workflow: nothing new starts and running tasks are stopped.
+
+    Exit 0 when cancelled (or being cancelled), 3 if it had already finished (nothing
+    changes), 1 if there is no such workflow."""
+    try:
+        state = open_client(ctx, store).cancel(workflow_id)
+    except WorkflowFinished as exc:
+        click.echo(f"{exc}", err=True)
+        sys.exit(EXIT_FINISHED)
+    running = len(state.running())
+    if state.status == "cancelled":
+        click.echo(f"{workflow_id} cancelled", err=True)
+    else:
+        click.echo(f"{workflow_id} cancelling: {running} running task(s) are being stopped",
+                   err=True)
 
 
 @cli.command()
@@ -188,6 +203,16 @@ def cancel(ctx: click.Context, workflow_id: str, store: str | None) -> None:
 @click.pass_context
 @handle_errors
 def retry(ctx: click.Context, workflow_id: str, store: str | None) -> None:
-    """Retry failed, upstream-failed and cancelled tasks of a finished workflow."""
-    open_client(ctx, store).retry(workflow_id)
-    click.echo(f"retry requested for {workflow_id}", err=True)
+    """Retry failed, upstream-failed and cancelled tasks; a coordinator runs them.
+
+    Exit 0 when the tasks are reset, 3 if the workflow already completed (nothing
+    changes), 1 if there is no such workflow."""
+    client = open_client(ctx, store)
+    try:
+        client.retry(workflow_id)
+    except WorkflowFinished as exc:
+        click.echo(f"{exc}", err=True)
+        sys.exit(EXIT_FINISHED)
+    row = client.summary(workflow_id)
+    counts = "  ".join(f"{k}={v}" for k, v in sorted(row["counts"].items()) if v)
+    click.echo(f"{workflow_id} {row['status']}: {counts}", err=True)

@@ -8,6 +8,7 @@ behind. docs/coordinator.md walks through every crash point.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -18,11 +19,18 @@ from dataclasses import dataclass, field, replace
 
 from dagq.client import COMPLETIONS, WorkflowClient
 from dagq.config import Settings
+from dagq.control import ADMISSION_TTL_S
 from dagq.core import engine
 from dagq.core.engine.state import WorkflowState, dumps, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.crashpoints import crash_point
-from dagq.errors import BadMessage, NotFound, PreconditionFailed
+from dagq.errors import (
+    BadMessage,
+    NotFound,
+    PreconditionFailed,
+    WorkflowFinished,
+    WorkflowNotFound,
+)
 from dagq.ports import Backend, Message
 from dagq.protocol.messages import (
     CompletionMessage,
@@ -31,6 +39,7 @@ from dagq.protocol.messages import (
     decode_completion_queue,
 )
 from dagq.runtime.dispatch import OutboxSender, task_defs
+from dagq.worker.heartbeat import executing_keys
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -145,7 +154,8 @@ class Coordinator:
     def _handle_group(self, workflow_id: str,
                       items: list[tuple[Message, CompletionQueueMessage]]) -> None:
         decoded = [d for _, d in items]
-        ok = self.commit(workflow_id, lambda state: self._apply(state, decoded))
+        ok = self.commit(workflow_id, lambda state: self._apply(state, decoded),
+                         handoff=_handoff(decoded))
         if ok is None:
             return  # not acknowledged: redelivery retries
         self.completions.delete_many(m for m, _ in items)
@@ -169,7 +179,7 @@ class Coordinator:
                 continue
             groups.setdefault(decoded.workflow_id, []).append(decoded)
         for workflow_id, items in groups.items():
-            if self.commit(workflow_id, self._applier(items)) is None:
+            if self.commit(workflow_id, self._applier(items), handoff=_handoff(items)) is None:
                 result.unapplied.append(workflow_id)
         return result
 
@@ -200,6 +210,8 @@ class Coordinator:
 
     @staticmethod
     def _control(state: WorkflowState, item: ControlMessage, now: float) -> engine.Effects:
+        if item.applied:  # the sender applied it to the state; only its outbox is ours
+            return engine.Effects()
         if item.action == "start":
             return engine.start(state, now)
         if item.action == "cancel":
@@ -210,11 +222,14 @@ class Coordinator:
         return engine.retry(state, now, item.request_id)
 
     # -- the write protocol --------------------------------------------------------------
-    def commit(self, workflow_id: str, mutate: Mutation) -> list[engine.Effects] | None:
+    def commit(self, workflow_id: str, mutate: Mutation,
+               handoff: frozenset[str] = frozenset()) -> list[engine.Effects] | None:
         """Apply ``mutate`` under ETag CAS, send the new outbox entries, update the index.
 
-        Returns the effects, or ``None`` when the workflow does not exist or the write
-        kept conflicting (the caller must not acknowledge; redelivery retries).
+        ``handoff`` names outbox entries another writer (cancel, retry) recorded for
+        this coordinator to send. Returns the effects, or ``None`` when the workflow does
+        not exist or the write kept conflicting (the caller must not acknowledge;
+        redelivery retries).
         """
         for _ in range(MAX_CONFLICT_RETRIES):
             with self._lock:
@@ -232,6 +247,8 @@ class Coordinator:
             engine.clear_outbox(state, mine)
             due = [e for e in engine.outbox_due(state, now, self.settings.outbox_grace)
                    if e.key in before]
+            due += [e for k, e in state.outbox.items() if k in handoff and k in before
+                    and k not in mine and e not in due]
             if not mine and not due and set(state.outbox) == before and _noop(effects):
                 if from_cache:
                     # another coordinator may have written since: "nothing to do" (and so
@@ -349,9 +366,17 @@ class Coordinator:
         and fail tasks past their timeout."""
         self._last_sweep = now
         index = self.backend.index
+        executing: set[str] | None = None
         for row in index.query(cancel_requested=True):
             if row.status not in TERMINAL_WORKFLOW_STATUSES:
-                self.commit(row.id, lambda s: [engine.cancel(s, self.clock())])
+                # the cancel itself is in the state already (written by the client);
+                # what is left: attempts that will never start (their worker died, or
+                # no worker serves their queue) and child workflows
+                if now - row.updated_at >= 2 * ADMISSION_TTL_S:
+                    if executing is None:
+                        executing = executing_keys(self.backend.records, now)
+                    self._evict(row.id)
+                    self.client.control.settle(row.id, executing)
                 self._cascade_cancel(row.id)
         for row in index.query(status="pending"):
             not_before = float(row.extra.get("not_before", 0) or 0)
@@ -378,12 +403,18 @@ class Coordinator:
         for row in self.client.descendants(workflow_id):
             if row.status not in TERMINAL_WORKFLOW_STATUSES and not row.cancel_requested:
                 log.info("cancelling child workflow %s of %s", row.id, workflow_id)
-                self.client.cancel(row.id)
+                with contextlib.suppress(WorkflowFinished, WorkflowNotFound):
+                    self.client.control.cancel(row.id, settle=False)
 
     def _repair(self, workflow_id: str, now: float) -> None:
         """Re-send stale outbox entries and expire overdue tasks (no write if neither)."""
         self.commit(workflow_id,
                     lambda s: [engine.expire(s, self.clock(), self.settings.timeout_grace)])
+
+
+def _handoff(items: Iterable[CompletionQueueMessage]) -> frozenset[str]:
+    """Outbox keys that applied control messages hand over for sending."""
+    return frozenset(k for m in items if isinstance(m, ControlMessage) for k in m.send)
 
 
 def _noop(effects: list[engine.Effects]) -> bool:

@@ -28,6 +28,7 @@ from dagq.errors import (
     DefinitionError,
     IdConflict,
     PreconditionFailed,
+    WorkflowFinished,
     WorkflowNotFound,
 )
 from dagq.ports import Backend
@@ -156,7 +157,7 @@ class Ticker:
     def _cancel(self, previous: str) -> list[str]:
         try:
             self.client.cancel(previous)
-        except WorkflowNotFound:
+        except (WorkflowNotFound, WorkflowFinished):
             return []
         return [previous]
 

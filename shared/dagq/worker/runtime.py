@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import threading
 import time
@@ -27,12 +26,15 @@ from typing import Any
 
 from dagq.client import COMPLETIONS, fetch_verified
 from dagq.config import Settings
+from dagq.control import prune_cancel_hints
 from dagq.core.model import OutputRef
 from dagq.crashpoints import crash_point
 from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
 from dagq.ports import Backend, Message
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
 from dagq.worker.dirsync import DirSync, default_interval, dir_prefix, parse_spec
+from dagq.worker.environment import task_env
+from dagq.worker.gate import Gate, stop
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.processors import Outcome, Processor, TaskContext, default_processors
@@ -48,7 +50,6 @@ class _Running:
     task: TaskMessage
     stop: threading.Event = field(default_factory=threading.Event)
     hidden_until: float = 0.0
-    next_cancel_check: float = 0.0
     cancelled: bool = False
     lease: threading.Lock = field(default_factory=threading.Lock)
     """Held while extending; ``finished`` under it means: never extend again."""
@@ -99,8 +100,10 @@ class Worker:
         self._last_active = time.monotonic()
         self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name,
                                    settings.heartbeat_interval)
+        self._beat_lock = threading.Lock()
+        self.gate = Gate(backend, self.completions, self.worker_id, self.stats)
         self.dirsync_interval = default_interval()
-        self._task_env = _task_env(settings)
+        self._task_env = task_env(settings)
 
     # -- lifecycle ---------------------------------------------------------------------
     def run(self, install_signals: bool = True) -> int:
@@ -110,7 +113,8 @@ class Worker:
             signal.signal(signal.SIGINT, lambda *_: self.shutdown())
         started = time.monotonic()
         prune(self.backend.records, time.time())
-        self.heartbeat.beat(self.running_tasks())
+        prune_cancel_hints(self.backend.records, time.time())
+        self._announce()
         slots = [threading.Thread(target=self._slot, name=f"dagq-slot-{i}", daemon=True)
                  for i in range(self.concurrency)]
         monitor = threading.Thread(target=self._monitor, name="dagq-monitor", daemon=True)
@@ -133,9 +137,17 @@ class Worker:
             for r in self._running.values():
                 r.stop.set()
 
+    def stop_workflow(self, workflow_id: str) -> int:
+        """Stop, as cancelled, the attempts of ``workflow_id`` running here; how many."""
+        with self._lock:
+            hit = [r for r in self._running.values() if r.task.workflow_id == workflow_id]
+        for r in hit:
+            stop(r)
+        return len(hit)
+
     def summary(self) -> str:
         """One line: tasks by outcome."""
-        keys = ("succeeded", "failed", "cancelled", "released", "bad_messages")
+        keys = ("succeeded", "failed", "cancelled", "released", "dropped", "bad_messages")
         return ", ".join(f"{k}={self.stats[k]}" for k in keys)
 
     def running_tasks(self) -> list[str]:
@@ -192,15 +204,31 @@ class Worker:
             self._give_up(msg, task)
             return
         run = _Running(msg, task, hidden_until=time.monotonic()
-                       + self.settings.visibility_timeout,
-                       next_cancel_check=time.monotonic() + self.settings.cancel_poll_interval)
+                       + self.settings.visibility_timeout)
         with self._lock:
             self._running[task.key] = run
         try:
+            # announce first, then check: a cancel that finds the key in no heartbeat
+            # knows this check will see it (see dagq.control)
+            if not self._announce():
+                log.warning("not starting %s: the heartbeat could not be written; it will "
+                            "be delivered again", task.key)
+                return
+            verdict = self.gate.check(task)
+            if verdict != "run":
+                self.gate.refuse(task, verdict)
+                self.queue.delete(run.end_lease())
+                return
             self._execute(run)
         finally:
             with self._lock:
                 self._running.pop(task.key, None)
+
+    def _announce(self) -> bool:
+        """Write the heartbeat with the attempts held now (one writer at a time, so an
+        older list never overwrites a newer one)."""
+        with self._beat_lock:
+            return self.heartbeat.beat(self.running_tasks())
 
     def _give_up(self, msg: Message, task: TaskMessage) -> None:
         """Fail an attempt whose message keeps coming back without a result (its workers
@@ -353,6 +381,7 @@ class Worker:
     def _monitor(self) -> None:
         vis = self.settings.visibility_timeout
         next_beat = time.monotonic() + self.heartbeat.interval
+        next_poll = time.monotonic() + self.settings.cancel_poll_interval
         # runs until the slots are done, not just until shutdown: a draining task keeps
         # its message hidden for as long as it takes to honour SIGTERM
         while not self._slots_done.wait(0.2):
@@ -362,12 +391,13 @@ class Worker:
             for r in running:
                 if now > r.hidden_until - vis / 2:
                     self._extend(r, now)
-                if now >= r.next_cancel_check:
-                    r.next_cancel_check = now + self.settings.cancel_poll_interval
-                    self._check_cancel(r)
+            if now >= next_poll:
+                next_poll = now + self.settings.cancel_poll_interval
+                if running:
+                    self.gate.poll(running)
             if now >= next_beat:
                 next_beat = now + self.heartbeat.interval
-                self.heartbeat.beat(self.running_tasks())
+                self._announce()
 
     def _extend(self, r: _Running, now: float) -> None:
         try:
@@ -380,29 +410,3 @@ class Worker:
             log.warning("lost the lease on %s; another worker may run it too", r.task.key)
         except DagqError as exc:
             log.warning("could not extend %s: %s", r.task.key, exc)
-
-    def _check_cancel(self, r: _Running) -> None:
-        try:
-            row = self.backend.index.get(r.task.workflow_id)
-        except DagqError:
-            return
-        if row.cancel_requested or row.status == "cancelled":
-            log.info("workflow %s cancelled: stopping %s", r.task.workflow_id, r.task.key)
-            r.cancelled = True
-            r.stop.set()
-
-
-def _task_env(settings: Settings) -> dict[str, str]:
-    """The worker's environment plus store settings made absolute for task processes."""
-    env = dict(os.environ)
-    # tasks find the worker's Python (and its dagq helpers) first on PATH
-    bindir = str(Path(sys.executable).parent)
-    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
-    store = settings.store
-    if store.startswith("sqlite:"):
-        store = "sqlite:" + str(Path(store[len("sqlite:"):]).resolve())
-    env["DAGQ_STORE"] = store
-    if settings.queues:
-        env["DAGQ_QUEUES"] = settings.queues
-    env.pop("DAGQ_CRASH_AT", None)
-    return env
