@@ -73,7 +73,7 @@ class WorkflowClient:
     def __init__(self, backend: Backend, clock: Callable[[], float] = time.time) -> None:
         self.backend = backend
         self.clock = clock
-        self.control = Control(backend, clock, resolve=self.fetch_output)
+        self.control = Control(backend, clock)
 
     # -- submission --------------------------------------------------------------------
     def submit(

@@ -1,9 +1,10 @@
 """Cancel and retry, applied to the stored state before the request returns.
 
 Both are compare-and-swap writes of the workflow state through the pure core (like the
-first write of a submission); the coordinator still sends what they decide: the write
-records its messages in the outbox and a control message names them (``applied=True``,
-``send=[keys]``), so the coordinator sends them without applying the action again.
+first write of a submission); the coordinator still dispatches. A control message with
+``applied=True`` tells it the action is in the state: for a retry it decides the reset
+tasks (``engine.resume``), and it sends the outbox entries the write recorded (``send``,
+e.g. the notice of a cancelled child workflow to its parent).
 
 Cancel also:
 
@@ -23,11 +24,9 @@ import time
 import uuid
 from collections.abc import Callable, Container
 from dataclasses import replace
-from typing import Any
 
 from dagq.core import engine
 from dagq.core.engine.state import WorkflowState, dumps, loads
-from dagq.core.model import OutputRef
 from dagq.errors import (
     DagqError,
     NotFound,
@@ -58,11 +57,9 @@ class Control:
     """Cancel, retry and settle workflows stored in ``backend``."""
 
     def __init__(self, backend: Backend, clock: Callable[[], float] = time.time,
-                 resolve: Callable[[OutputRef], Any] | None = None,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.backend = backend
         self.clock = clock
-        self.resolve = resolve
         self.sleep = sleep
 
     def cancel(self, workflow_id: str, *, children: tuple[str, ...] = (),
@@ -137,8 +134,8 @@ class Control:
 
     def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
               request_id: str | None = None) -> tuple[str, WorkflowState]:
-        """Reset failed, upstream-failed and cancelled tasks (and withdraw a cancel)
-        when this returns; the coordinator dispatches what became ready. Idempotent per
+        """Reset failed, upstream-failed and cancelled tasks to ``pending`` (and withdraw
+        a cancel) when this returns; the coordinator decides and dispatches them. Idempotent per
         ``request_id``; ``WorkflowFinished`` for a completed workflow. ``parent``
         re-attaches a child workflow to its parent task's new attempt."""
         rid = request_id or f"{workflow_id}/retry/{uuid.uuid4().hex[:12]}"
@@ -152,7 +149,7 @@ class Control:
                     workflow_id, state.status)
             if parent is not None and state.parent is not None:
                 state.parent = replace(state.parent, attempt=parent.attempt)
-            return engine.retry(state, now, rid, resolve=self.resolve)
+            return engine.retry(state, now, rid, dispatch=False)
 
         state, keys = self._commit(workflow_id, mutate)
         self._index(state, cancel_requested=False)

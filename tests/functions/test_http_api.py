@@ -193,9 +193,11 @@ def test_cancel_and_retry(fns: dict[str, Handler], backend: Backend) -> None:
     assert status == 200 and answer["request_id"].startswith("w/retry/")
     assert (answer["status"], answer["cancel_requested"]) == ("running", False)
     _, tasks = http(fns["list_tasks"], "GET", "", route={"id": "w"})
+    assert {t["name"]: t["status"] for t in tasks["tasks"]} == dict.fromkeys("abcd", "pending")
+    deliver_storage_queue(fns["coordinator_queue"], backend)  # dispatches a's attempt 2
+    _, tasks = http(fns["list_tasks"], "GET", "", route={"id": "w"})
     by_name = {t["name"]: t for t in tasks["tasks"]}
     assert (by_name["a"]["status"], by_name["a"]["attempt"]) == ("running", 2)
-    deliver_storage_queue(fns["coordinator_queue"], backend)  # sends a's attempt 2
     sent = backend.queues.get("default").receive(10, 30)
     assert [m.body for m in sent if b'"attempt":2' in m.body]
     for t in ("a", "b", "c", "d"):

@@ -203,6 +203,10 @@ class Coordinator:
                 effects.append(engine.apply(state, batch, now, resolve=self.client.fetch_output))
                 batch = []
             self.stats.counts["controls"] += 1
+            if item.applied:  # in the state already: decide what a retry reset
+                if item.action == "retry":
+                    effects.append(engine.resume(state, now, resolve=self.client.fetch_output))
+                continue
             effects.append(self._control(state, item, now))
         if batch:
             effects.append(engine.apply(state, batch, now, resolve=self.client.fetch_output))
@@ -210,8 +214,6 @@ class Coordinator:
 
     @staticmethod
     def _control(state: WorkflowState, item: ControlMessage, now: float) -> engine.Effects:
-        if item.applied:  # the sender applied it to the state; only its outbox is ours
-            return engine.Effects()
         if item.action == "start":
             return engine.start(state, now)
         if item.action == "cancel":
@@ -407,9 +409,11 @@ class Coordinator:
                     self.client.control.cancel(row.id, settle=False)
 
     def _repair(self, workflow_id: str, now: float) -> None:
-        """Re-send stale outbox entries and expire overdue tasks (no write if neither)."""
-        self.commit(workflow_id,
-                    lambda s: [engine.expire(s, self.clock(), self.settings.timeout_grace)])
+        """Re-send stale outbox entries, expire overdue tasks and decide tasks a retry
+        reset whose control message was lost (no write if none of these)."""
+        self.commit(workflow_id, lambda s: [
+            engine.expire(s, self.clock(), self.settings.timeout_grace),
+            engine.resume(s, self.clock(), resolve=self.client.fetch_output)])  # lost retry
 
 
 def _handoff(items: Iterable[CompletionQueueMessage]) -> frozenset[str]:

@@ -41,7 +41,7 @@ __all__ = [
     "ChildSubmit", "Completion", "Dispatch", "Effects", "OutboxEntry", "ParentLink",
     "ParentNotice", "TaskView", "WorkflowState", "apply", "attempt_key", "cancel",
     "cancel_unstarted", "child_workflow_id", "clear_outbox", "create", "dumps", "expire",
-    "judge_attempt", "loads", "outbox_due", "retry", "start", "stopping_keys",
+    "judge_attempt", "loads", "outbox_due", "resume", "retry", "start", "stopping_keys",
 ]
 
 
@@ -161,14 +161,15 @@ def cancel_unstarted(state: WorkflowState, now: float, started: Container[str]) 
 
 
 def retry(state: WorkflowState, now: float, request_id: str,
-          resolve: Resolve | None = None) -> Effects:
+          resolve: Resolve | None = None, *, dispatch: bool = True) -> Effects:
     """Run again what did not succeed. Idempotent per ``request_id``.
 
     Failed, upstream-failed and cancelled tasks go back to ``pending`` and are resolved
     again (policy, then condition) as their dependencies allow; each starts a new round
     of ``num_retries + 1`` attempts, numbered after the previous ones. Attempts still
     being stopped by a cancel are let run: a failure of one starts its new round. A
-    pending cancel request is withdrawn.
+    pending cancel request is withdrawn. With ``dispatch=False`` the reset tasks stay
+    ``pending`` until ``resume`` decides them (a client resets, the coordinator runs).
     """
     step = Step(state, now, resolve)
     if request_id in state.retry_ids:
@@ -192,7 +193,21 @@ def retry(state: WorkflowState, now: float, request_id: str,
         state.output[i] = state.output_ref[i] = None
         step.set_status(i, PENDING)
     step.todo.clear()  # a reset task never triggers its children; evaluate resets only
-    step.todo.extend(reset)
+    if dispatch:
+        step.todo.extend(reset)
+        step.drain()
+    return step.done()
+
+
+def resume(state: WorkflowState, now: float, resolve: Resolve | None = None) -> Effects:
+    """Decide every ``pending`` task whose policy is met or impossible (after a retry
+    that did not dispatch). Idempotent; a no-op on a workflow that is not running."""
+    step = Step(state, now, resolve)
+    if state.status != "running":
+        return step.fx
+    st, g = state.st, state.graph
+    step.todo.extend(i for i in range(len(st)) if st[i] == PENDING and (
+        state.n_ok[i] >= g.need[i] or state.n_bad[i] > g.slack[i]))
     step.drain()
     return step.done()
 
