@@ -51,7 +51,7 @@ class Gate:
 
     def refuse(self, task: TaskMessage, verdict: str) -> None:
         """Log a dropped attempt; report a cancelled current one as ``cancelled``."""
-        log.info("dropping %s without running it: %s", task.key, REASONS[verdict])
+        log.warning("dropping %s without running it: %s", task.key, REASONS[verdict])
         self.stats["dropped"] += 1
         if verdict == "cancelled":
             completion = CompletionMessage(task.workflow_id, task.task, task.attempt,
