@@ -70,11 +70,11 @@ class Control:
         ended. With ``settle`` (the default), waits ``ADMISSION_TTL_S`` once when
         attempts are in flight and cancels those no worker runs."""
         state = self._cancel_one(workflow_id)
-        written = time.monotonic()
         states = [state]
         for child in children:
             with contextlib.suppress(WorkflowFinished, WorkflowNotFound):
                 states.append(self._cancel_one(child))
+        written = time.monotonic()  # after the last cancel write
         waiting = [s.workflow_id for s in states if engine.stopping_keys(s)]
         if settle and waiting:
             self.sleep(max(0.0, written + ADMISSION_TTL_S - time.monotonic()))
@@ -135,9 +135,9 @@ class Control:
     def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
               request_id: str | None = None) -> tuple[str, WorkflowState]:
         """Reset failed, upstream-failed and cancelled tasks to ``pending`` (and withdraw
-        a cancel) when this returns; the coordinator decides and dispatches them. Idempotent per
-        ``request_id``; ``WorkflowFinished`` for a completed workflow. ``parent``
-        re-attaches a child workflow to its parent task's new attempt."""
+        a cancel) when this returns; the coordinator decides and dispatches them.
+        Idempotent per ``request_id``; ``WorkflowFinished`` for a completed workflow.
+        ``parent`` re-attaches a child workflow to its parent task's new attempt."""
         rid = request_id or f"{workflow_id}/retry/{uuid.uuid4().hex[:12]}"
 
         def mutate(state: WorkflowState, now: float) -> engine.Effects | None:
