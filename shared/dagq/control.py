@@ -14,7 +14,10 @@ Cancel also:
   announces an attempt in its heartbeat *before* it checks the workflow and starts it,
   and it trusts a state read for at most ``ADMISSION_TTL_S``; so once that long has
   passed since the cancel was written, an attempt missing from every live heartbeat
-  can never start (the worker's check sees the cancel and drops the message).
+  can never start (the worker's check sees the cancel and drops the message). This
+  needs reads that see every completed write: SQLite gives that, and so do Blob and
+  Table Storage, which are strongly consistent in the primary region
+  (https://docs.microsoft.com/en-us/azure/storage/blobs/concurrency-manage).
 """
 
 from __future__ import annotations

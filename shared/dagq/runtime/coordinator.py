@@ -8,7 +8,6 @@ behind. docs/coordinator.md walks through every crash point.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field, replace
 
 from dagq.client import COMPLETIONS, WorkflowClient
 from dagq.config import Settings
-from dagq.control import ADMISSION_TTL_S
 from dagq.core import engine
 from dagq.core.engine.state import WorkflowState, dumps, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
@@ -28,8 +26,6 @@ from dagq.errors import (
     BadMessage,
     NotFound,
     PreconditionFailed,
-    WorkflowFinished,
-    WorkflowNotFound,
 )
 from dagq.ports import Backend, Message
 from dagq.protocol.messages import (
@@ -38,8 +34,8 @@ from dagq.protocol.messages import (
     ControlMessage,
     decode_completion_queue,
 )
+from dagq.runtime.cancels import cascade_cancel, finish_cancels
 from dagq.runtime.dispatch import OutboxSender, task_defs
-from dagq.worker.heartbeat import executing_keys
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -364,22 +360,11 @@ class Coordinator:
             self._update_index(state, self.clock(), force=True)
 
     def sweep(self, now: float) -> None:
-        """Apply cancel requests, start stale pending workflows, re-send lost dispatches
-        and fail tasks past their timeout."""
+        """Finish cancels, start stale pending workflows, re-send lost dispatches and fail
+        tasks past their timeout."""
         self._last_sweep = now
         index = self.backend.index
-        executing: set[str] | None = None
-        for row in index.query(cancel_requested=True):
-            if row.status not in TERMINAL_WORKFLOW_STATUSES:
-                # the cancel itself is in the state already (written by the client);
-                # what is left: attempts that will never start (their worker died, or
-                # no worker serves their queue) and child workflows
-                if now - row.updated_at >= 2 * ADMISSION_TTL_S:
-                    if executing is None:
-                        executing = executing_keys(self.backend.records, now)
-                    self._evict(row.id)
-                    self.client.control.settle(row.id, executing)
-                self._cascade_cancel(row.id)
+        finish_cancels(self, now)
         for row in index.query(status="pending"):
             not_before = float(row.extra.get("not_before", 0) or 0)
             if now - max(row.updated_at, not_before) < self.settings.stale_pending:
@@ -401,12 +386,7 @@ class Coordinator:
             self._repair(row.id, now)
 
     def _cascade_cancel(self, workflow_id: str) -> None:
-        """Flag and cancel every active descendant not yet asked to cancel."""
-        for row in self.client.descendants(workflow_id):
-            if row.status not in TERMINAL_WORKFLOW_STATUSES and not row.cancel_requested:
-                log.info("cancelling child workflow %s of %s", row.id, workflow_id)
-                with contextlib.suppress(WorkflowFinished, WorkflowNotFound):
-                    self.client.control.cancel(row.id, settle=False)
+        cascade_cancel(self.client, workflow_id)
 
     def _repair(self, workflow_id: str, now: float) -> None:
         """Re-send stale outbox entries, expire overdue tasks and decide tasks a retry
