@@ -5,9 +5,10 @@ polling costs in store reads while it runs tasks.
     .venv/bin/python bench/cancel_bench.py            # embedded SQLite store
     .venv/bin/python bench/cancel_bench.py --runs 5   # fewer samples
 
-(a) ``dagq cancel``: a worker runs a task whose grandchild left its process group
-    (``setsid``); latency = start of ``dagq cancel`` until the task and the grandchild are
-    gone. Cancels are spread over the poll interval (sample i waits i x interval/runs
+(a) Cancel: a worker runs a task whose grandchild left its process group (``setsid``);
+    latency = start of the cancel (``WorkflowClient.cancel``, what ``dagq cancel`` runs;
+    ``--cli`` to time the command, Python start-up included) until the task and the
+    grandchild are gone. Cancels are spread over the poll interval (sample i waits i x interval/runs
     after the task started), so the median is that of a cancel arriving at a random time.
 (b) Ctrl-C in ``dagq run``: SIGINT until the task process is gone.
 (c) Reads: a worker busy with one task for ``--busy`` seconds, stopped with SIGTERM; its
@@ -24,12 +25,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from dagq.backends import open_backend  # noqa: E402
+from dagq.client import WorkflowClient  # noqa: E402
 from dagq.config import Settings  # noqa: E402
 
 DAGQ = str(Path(sys.executable).parent / "dagq")
@@ -54,10 +58,24 @@ def _wait_file(path: Path, deadline_s: float = 60.0) -> list[int]:
     raise SystemExit(f"{path} never appeared: the task did not start")
 
 
-def _gone_after(pids: list[int], t0: float) -> float:
-    while any(_alive(p) for p in pids):
-        time.sleep(0.005)
-    return time.monotonic() - t0
+class Gone:
+    """Watches ``pids`` from now on (in a thread, so a blocking call can run meanwhile)."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.t0 = time.monotonic()
+        self.at = 0.0
+        self._thread = threading.Thread(target=self._watch, args=(pids,), daemon=True)
+        self._thread.start()
+
+    def _watch(self, pids: list[int]) -> None:
+        while any(_alive(p) for p in pids):
+            time.sleep(0.005)
+        self.at = time.monotonic()
+
+    def seconds(self) -> float:
+        """Seconds from the start of watching until every pid was gone."""
+        self._thread.join()
+        return self.at - self.t0
 
 
 class Env:
@@ -94,36 +112,48 @@ class Env:
             p.wait(30)
 
 
-def bench_cancel(env: Env, runs: int, interval: float) -> list[float]:
+def bench_cancel(env: Env, runs: int, interval: float,
+                 via_cli: bool) -> tuple[list[float], list[float]]:
+    """Seconds from the start of the cancel until the tree is gone, and how long the
+    cancel call took (with ``via_cli``: the ``dagq cancel`` command, Python start-up
+    included; else ``WorkflowClient.cancel`` in this process, what the command runs)."""
+    client = WorkflowClient(open_backend(env.env["DAGQ_STORE"]))
     env.start("coordinator")
     env.start("worker", "default")
-    out = []
+    gone, command = [], []
     for i in range(runs):
         pidfile = env.root / f"cancel-{i}.pid"
         wf = env.cli("submit", str(env.definition(f"cancel-{i}", pidfile))).strip()
         pids = _wait_file(pidfile)
         time.sleep(i * interval / runs)
-        t0 = time.monotonic()
-        env.cli("cancel", wf)
-        out.append(_gone_after(pids, t0))
-    return out
+        watch = Gone(pids)
+        if via_cli:
+            env.cli("cancel", wf)
+        else:
+            client.cancel(wf)
+        command.append(time.monotonic() - watch.t0)
+        gone.append(watch.seconds())
+    return gone, command
 
 
-def bench_ctrl_c(env: Env, runs: int) -> list[float]:
-    out = []
+def bench_ctrl_c(env: Env, runs: int) -> tuple[list[float], list[float]]:
+    """Seconds from SIGINT until the task's tree is gone, and until ``dagq run`` exited."""
+    gone, exited = [], []
     for i in range(runs):
         pidfile = env.root / f"run-{i}.pid"
         proc = env.start("run", str(env.definition(f"run-{i}", pidfile)))
         pids = _wait_file(pidfile)
-        t0 = time.monotonic()
+        watch = Gone(pids)
         proc.send_signal(signal.SIGINT)
-        out.append(_gone_after(pids, t0))
         proc.wait(30)
-    return out
+        exited.append(time.monotonic() - watch.t0)
+        gone.append(watch.seconds())
+    return gone, exited
 
 
 def bench_reads(env: Env, busy_s: float) -> dict[str, float]:
     stats = env.root / "stats.jsonl"
+    env.start("coordinator")
     worker = env.start("worker", "default", DAGQ_STATS_FILE=str(stats))
     pidfile = env.root / "busy.pid"
     wf = env.cli("submit", str(env.definition("busy", pidfile))).strip()
@@ -145,20 +175,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--busy", type=float, default=30.0)
+    parser.add_argument("--cli", action="store_true",
+                        help="cancel with the dagq command instead of the client in-process")
     args = parser.parse_args()
     interval = Settings().cancel_poll_interval
     with tempfile.TemporaryDirectory(prefix="dagq-cancel-bench-") as tmp:
         env = Env(Path(tmp))
         try:
-            cancel = bench_cancel(env, args.runs, interval)
+            cancel, command = bench_cancel(env, args.runs, interval, args.cli)
             env.close()
             env.procs.clear()
-            ctrl_c = bench_ctrl_c(env, max(3, args.runs // 2))
+            ctrl_c, run_exit = bench_ctrl_c(env, max(3, args.runs // 2))
             reads = bench_reads(env, args.busy)
         finally:
             env.close()
     print(f"DAGQ_CANCEL_POLL_INTERVAL default: {interval:g}s")
-    for name, xs in (("dagq cancel -> tree gone", cancel), ("Ctrl-C -> task gone", ctrl_c)):
+    how = "dagq cancel" if args.cli else "WorkflowClient.cancel"
+    for name, xs in ((f"{how} -> tree gone", cancel), (f"{how} call", command),
+                     ("Ctrl-C -> task gone", ctrl_c), ("Ctrl-C -> dagq run exited", run_exit)):
         print(f"{name}: median {statistics.median(xs):.2f}s, min {min(xs):.2f}s, "
               f"max {max(xs):.2f}s over {len(xs)} runs")
     print(f"busy worker: {reads['polls']:.0f} cancel polls and {reads['record_lists']:.0f} "

@@ -133,7 +133,8 @@ class WorkflowClient:
         return Submitted(workflow_id, created)
 
     # -- control -----------------------------------------------------------------------
-    def cancel(self, workflow_id: str) -> WorkflowState:
+    def cancel(self, workflow_id: str,
+               on_written: Callable[[], object] | None = None) -> WorkflowState:
         """Cancel a workflow and all its active descendants; see ``dagq.control``.
 
         When this returns, tasks that had not started are ``cancelled`` and running ones
@@ -141,7 +142,7 @@ class WorkflowClient:
         self.row(workflow_id)
         children = tuple(r.id for r in self.descendants(workflow_id)
                          if r.status not in TERMINAL_WORKFLOW_STATUSES)
-        return self.control.cancel(workflow_id, children=children)
+        return self.control.cancel(workflow_id, children=children, on_written=on_written)
 
     def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
               request_id: str | None = None) -> str:

@@ -66,18 +66,22 @@ class Control:
         self.sleep = sleep
 
     def cancel(self, workflow_id: str, *, children: tuple[str, ...] = (),
-               settle: bool = True) -> WorkflowState:
+               settle: bool = True,
+               on_written: Callable[[], object] | None = None) -> WorkflowState:
         """Cancel the workflow (and the ``children`` workflows, where still active):
         tasks that have not started are ``cancelled`` and running ones are asked to stop
         when this returns. Idempotent while it runs; ``WorkflowFinished`` if it already
         ended. With ``settle`` (the default), waits ``ADMISSION_TTL_S`` once when
-        attempts are in flight and cancels those no worker runs."""
+        attempts are in flight and cancels those no worker runs. ``on_written`` is
+        called once the cancels are in the states (e.g. to stop local tasks at once)."""
         state = self._cancel_one(workflow_id)
         states = [state]
         for child in children:
             with contextlib.suppress(WorkflowFinished, WorkflowNotFound):
                 states.append(self._cancel_one(child))
         written = time.monotonic()  # after the last cancel write
+        if on_written is not None:
+            on_written()
         waiting = [s.workflow_id for s in states if engine.stopping_keys(s)]
         if settle and waiting:
             self.sleep(max(0.0, written + ADMISSION_TTL_S - time.monotonic()))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import sys
 import threading
@@ -21,7 +20,7 @@ from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, WorkflowDef
-from dagq.errors import WorkflowFinished
+from dagq.errors import DagqError, WorkflowFinished
 from dagq.ports import Backend
 from dagq.runtime.coordinator import Coordinator
 from dagq.worker import proctree
@@ -31,6 +30,8 @@ from dagq.worker.runtime import Worker
 
 KILL_WAIT_S = 2.0
 """After a second Ctrl-C, how long ``dagq run`` waits for the workflow to end."""
+INTERRUPTED_CLOSE_S = 0.5
+"""After Ctrl-C, how long ``dagq run`` waits for its threads once the workflow ended."""
 
 
 def queues_of(defn: WorkflowDef) -> set[str]:
@@ -74,13 +75,15 @@ class LocalRuntime:
         for w in self.workers:
             w.stop_workflow(workflow_id)
 
-    def close(self) -> None:
-        """Stop workers (releasing what they run) and the coordinator."""
+    def close(self, deadline_s: float = 10.0) -> None:
+        """Stop workers (releasing what they run) and the coordinator, waiting at most
+        ``deadline_s`` for their threads (a message left behind reappears later)."""
         for w in self.workers:
             w.shutdown()
         self.stop.set()
+        end = time.monotonic() + deadline_s
         for t in self.threads:
-            t.join(timeout=10)
+            t.join(timeout=max(0.0, end - time.monotonic()))
         self.coordinator.close()
 
 
@@ -120,7 +123,7 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
         final = _watch(client, runtime, wf_id, started, presses)
     finally:
         signal.signal(signal.SIGINT, previous)
-        runtime.close()
+        runtime.close(INTERRUPTED_CLOSE_S if presses else 10.0)
     colour = STATUS_COLOURS.get(final["status"], "white")
     Console(stderr=True).print(
         f"workflow {wf_id} [{colour}]{final['status']}[/] in {time.monotonic() - started:.1f}s: "
@@ -142,11 +145,10 @@ def _watch(client: WorkflowClient, runtime: LocalRuntime, wf_id: str, started: f
         while True:
             if presses and not cancelled:
                 cancelled = True
-                runtime.stop_workflow(wf_id)
                 err.print("[yellow]cancelling: stopping the running tasks "
                           "(Ctrl-C again kills them at once)")
-                with contextlib.suppress(WorkflowFinished):
-                    client.cancel(wf_id)
+                threading.Thread(target=_cancel, args=(client, runtime, wf_id),
+                                 daemon=True).start()
             summary, view, line = next(frames)
             if live is not None:
                 live.update(view)
@@ -161,6 +163,17 @@ def _watch(client: WorkflowClient, runtime: LocalRuntime, wf_id: str, started: f
     finally:
         if live is not None:
             live.stop()
+
+
+def _cancel(client: WorkflowClient, runtime: LocalRuntime, wf_id: str) -> None:
+    """Cancel in the state first (so the stopped tasks end ``cancelled``, not failed),
+    then stop the local tasks at once instead of at the workers' next poll."""
+    try:
+        client.cancel(wf_id, on_written=lambda: runtime.stop_workflow(wf_id))
+    except WorkflowFinished:
+        pass  # it ended meanwhile
+    except DagqError as exc:
+        Console(stderr=True).print(f"[red]cancel failed: {exc}; press Ctrl-C again to kill")
 
 
 def _frames(client: WorkflowClient, wf_id: str,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
 from typing import Protocol
@@ -24,6 +25,9 @@ from dagq.protocol.messages import CompletionMessage, TaskMessage
 from dagq.worker.admission import REASONS, Admission
 
 log = logging.getLogger("dagq.worker")
+
+RECENT_S = 10.0
+"""A hint younger than this whose cancel is not in the state yet is polled again soon."""
 
 
 class Stoppable(Protocol):
@@ -60,14 +64,17 @@ class Gate:
             self.completions.send(completion.encode(), message_id=f"{task.key}/done",
                                   session_id=task.workflow_id)
 
-    def poll(self, running: Iterable[Stoppable]) -> None:
-        """One read of the cancel hints; stop the attempts of confirmed cancels."""
+    def poll(self, running: Iterable[Stoppable]) -> bool:
+        """One read of the cancel hints; stop the attempts of confirmed cancels. True if
+        a hint was not confirmed yet (its cancel may be being written: poll again soon)."""
         try:
-            hinted = {key for key, _ in self.backend.records.list(CANCELS)}
+            hinted = dict(self.backend.records.list(CANCELS))
         except DagqError as exc:
             log.warning("could not read cancel requests: %s", exc)
-            return
+            return False
+        now = time.time()
         self.stats["cancel_polls"] += 1
+        unconfirmed = False
         for r in running:
             if r.cancelled or r.task.workflow_id not in hinted:
                 continue
@@ -78,6 +85,9 @@ class Gate:
             if verdict != "run":
                 log.info("stopping %s: %s", r.task.key, REASONS[verdict])
                 stop(r)
+            elif now - float(hinted[r.task.workflow_id].get("at") or 0) < RECENT_S:
+                unconfirmed = True
+        return unconfirmed
 
 
 def stop(r: Stoppable) -> None:

@@ -42,6 +42,8 @@ from dagq.worker.processors import Outcome, Processor, TaskContext, default_proc
 log = logging.getLogger("dagq.worker")
 
 INLINE_OUTPUT_LIMIT = 32 * 1024
+RECHECK_S = 0.5
+"""Next cancel poll after a hint its workflow's state did not confirm yet."""
 
 
 @dataclass
@@ -393,8 +395,8 @@ class Worker:
                     self._extend(r, now)
             if now >= next_poll:
                 next_poll = now + self.settings.cancel_poll_interval
-                if running:
-                    self.gate.poll(running)
+                if running and self.gate.poll(running):
+                    next_poll = now + min(RECHECK_S, self.settings.cancel_poll_interval)
             if now >= next_beat:
                 next_beat = now + self.heartbeat.interval
                 self._announce()
