@@ -1,11 +1,13 @@
 """The worker: takes task messages from one queue and runs them with N slots.
 
-For each message: decode, write the inputs file, run the task through a processor,
-publish its output (inline up to 32 KB, else in output storage), send the completion,
-then delete the message. A monitor thread keeps running messages invisible (until their
-tasks have exited, also while draining), polls the workflow's cancel flag and writes
-heartbeats. SIGTERM stops taking work, stops running tasks and releases their messages
-so another worker takes them at once.
+For each message: decode, announce it in the heartbeat, check that the attempt may
+start (``gate``: dropped if its workflow was cancelled or it is no longer current), write
+the inputs file, run the task through a processor, publish its output (inline up to
+32 KB, else in output storage), send the completion, then delete the message. A monitor
+thread keeps running messages invisible (until their tasks have exited, also while
+draining), polls the cancel requests once per interval and writes heartbeats. SIGTERM
+stops taking work, stops running tasks and releases their messages so another worker
+takes them at once.
 """
 
 from __future__ import annotations
