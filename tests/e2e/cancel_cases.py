@@ -4,6 +4,7 @@ run through the real CLI on the embedded store (tests/e2e) and on Azurite
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -136,3 +137,23 @@ def _quiet_for(d: Dagq, wf: str, status: str, seconds: float = 3.0) -> None:
         assert d.status(wf)["status"] == status
         time.sleep(0.3)
 
+
+
+def ctrl_c_in_run_stops_the_workflow(d: Dagq) -> None:
+    """Ctrl-C in ``dagq run`` cancels the workflow and stops its task without waiting
+    for a poll; the command exits 1 and the workflow is ``cancelled``."""
+    pidfile = d.root / "run.pid"
+    d.task_pids.append(pidfile)
+    path = d.define("interrupted", [
+        {"name": "long", "kwargs": {"cmd": f"echo $$ > {pidfile}; exec sleep 300"}},
+        {"name": "after", "depends_on": ["long"], "kwargs": {"cmd": "true"}}])
+    runner = d.start("run", "run", str(path), "--id", "int-1")
+    eventually(lambda: pidfile.exists() and pidfile.read_text().strip(), "the task to start",
+               DEADLINE_S)
+    pid = int(pidfile.read_text())
+    runner.popen.send_signal(signal.SIGINT)
+    assert runner.wait(DEADLINE_S) == 1, runner.text()
+    assert "cancelling" in runner.text()
+    summary = d.status("int-1")
+    assert (summary["status"], summary["counts"]) == ("cancelled", {"cancelled": 2})
+    eventually(lambda: not pid_alive(pid), "the task process to be gone", 30.0)

@@ -28,3 +28,7 @@ def test_cancel_kills_an_escaped_grandchild_with_default_settings(dagq: Dagq) ->
 
 def test_cancel_and_retry_of_finished_workflows_change_nothing(dagq: Dagq) -> None:
     cancel_cases.cancel_and_retry_of_finished_workflows_change_nothing(dagq)
+
+
+def test_ctrl_c_in_run_stops_the_workflow(dagq: Dagq) -> None:
+    cancel_cases.ctrl_c_in_run_stops_the_workflow(dagq)
