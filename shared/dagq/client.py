@@ -1,8 +1,9 @@
 """WorkflowClient: submit, inspect, cancel and retry workflows on any backend.
 
 The CLI, the HTTP API and the coordinator (for child workflows) all use this class; it
-holds no engine logic beyond creating the initial state. Every state transition after
-submission is applied by the coordinator from messages on the completion queue.
+holds no engine logic beyond creating the initial state and applying cancel and retry
+(``dagq.control``); every other transition is applied by the coordinator from messages
+on the completion queue.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dagq import attempts
+from dagq.control import Control
 from dagq.core import engine
 from dagq.core.engine import WorkflowState, dumps, loads
 from dagq.core.engine.graph import KIND_CHILD
@@ -80,6 +82,7 @@ class WorkflowClient:
         self.clock = clock
         self.outbox_grace_s = outbox_grace_s
         """When ``explain`` calls an unsent dispatch stale (``DAGQ_OUTBOX_GRACE``)."""
+        self.control = Control(backend, clock)
 
     # -- submission --------------------------------------------------------------------
     def submit(
@@ -139,36 +142,28 @@ class WorkflowClient:
         return Submitted(workflow_id, created)
 
     # -- control -----------------------------------------------------------------------
-    def cancel(self, workflow_id: str) -> None:
-        """Request cancellation of a workflow and all its active descendants: the flag
-        survives restarts; the coordinator applies it and workers stop running tasks."""
-        try:
-            self.backend.index.request_cancel(workflow_id)
-        except NotFound:
-            raise WorkflowNotFound(f"no workflow with id {workflow_id!r}") from None
-        self._control(workflow_id, "cancel",
-                      request_id=names.request_id(workflow_id, "cancel", uuid.uuid4().hex[:12]))
-        for row in self.descendants(workflow_id):
-            if row.status not in TERMINAL_WORKFLOW_STATUSES:
-                self.backend.index.request_cancel(row.id)
-                self._control(row.id, "cancel",
-                              request_id=names.request_id(row.id, "cancel", uuid.uuid4().hex[:12]))
+    def cancel(self, workflow_id: str, *, settle: bool = True,
+               on_written: Callable[[], object] | None = None) -> WorkflowState:
+        """Cancel a workflow and all its active descendants; see ``dagq.control``.
+
+        When this returns, tasks that had not started are ``cancelled`` and running ones
+        are being stopped (``settle=False`` leaves attempts no worker runs to the
+        coordinator's sweep). Raises ``WorkflowFinished`` if the workflow already ended."""
+        self.row(workflow_id)
+        children = tuple(r.id for r in self.descendants(workflow_id)
+                         if r.status not in TERMINAL_WORKFLOW_STATUSES)
+        return self.control.cancel(workflow_id, children=children, settle=settle,
+                                   on_written=on_written)
 
     def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
               request_id: str | None = None) -> str:
-        """Ask the coordinator to retry failed, upstream-failed and cancelled tasks.
+        """Reset failed, upstream-failed and cancelled tasks; the coordinator runs them.
 
-        ``parent`` re-attaches a child workflow to its parent task's new attempt.
-        """
+        The reset is visible when this returns; raises ``WorkflowFinished`` for a
+        completed workflow. ``parent`` re-attaches a child workflow to its parent task's
+        new attempt. Returns the request id."""
         self.row(workflow_id)
-        self.backend.index.request_cancel(workflow_id, requested=False)
-        request_id = request_id or names.request_id(workflow_id, "retry", uuid.uuid4().hex[:12])
-        body = ControlMessage(workflow_id, "retry", request_id,
-                              parent.attempt if parent else None).encode()
-        self.backend.queues.get(names.COMPLETIONS).send(
-            body, message_id=names.control_id(request_id, "retry"),
-            session_id=names.session_id(workflow_id))
-        return request_id
+        return self.control.retry(workflow_id, parent=parent, request_id=request_id)[0]
 
     def descendants(self, workflow_id: str) -> list[IndexRow]:
         """Index rows of every child workflow below ``workflow_id``, in id order."""

@@ -54,8 +54,9 @@ class Settings:
     """``DAGQ_TIMEOUT_GRACE``: extra seconds before the coordinator fails an overdue task."""
     max_deliveries: int = 10
     """``DAGQ_MAX_DELIVERIES``: deliveries before a message is dead-lettered."""
-    cancel_poll_interval: float = 30.0
-    """``DAGQ_CANCEL_POLL_INTERVAL``: seconds between a worker's cancel-flag checks."""
+    cancel_poll_interval: float = 2.0
+    """``DAGQ_CANCEL_POLL_INTERVAL``: seconds between a busy worker's reads of the cancel
+    requests (one read per interval for all its running tasks)."""
     kill_timeout: float = 600.0
     """``DAGQ_KILL_TIMEOUT``: seconds between SIGTERM and SIGKILL of a task."""
     max_idle_backoff: float = 2.0

@@ -130,6 +130,16 @@ class WorkflowNotFound(DagqError):
     """Raised when no workflow has the given id."""
 
 
+class WorkflowFinished(DagqError):
+    """Raised when cancel or retry finds nothing to do: the workflow already ended
+    (``status`` is its status: cancel of any finished one, retry of a completed one)."""
+
+    def __init__(self, message: str, workflow_id: str, status: str) -> None:
+        super().__init__(message)
+        self.workflow_id = workflow_id
+        self.status = status
+
+
 class IdConflict(DagqError):
     """Raised when a client-chosen id is already used by a different definition."""
 

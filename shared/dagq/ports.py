@@ -296,8 +296,9 @@ class ChildWorkflows(Protocol):
         """Retry what failed in ``workflow_id``, re-attached to ``parent``."""
         ...
 
-    def cancel(self, workflow_id: str) -> None:
-        """Cancel ``workflow_id`` and its descendants."""
+    def cancel(self, workflow_id: str, *, settle: bool = True) -> object:
+        """Cancel ``workflow_id`` and its descendants (``settle``: also cancel at once the
+        attempts no live worker runs)."""
         ...
 
     def descendants(self, workflow_id: str) -> list[IndexRow]:

@@ -80,7 +80,7 @@ class WorkflowAPI(Protocol):
         """Write a task's synced files under ``dest``."""
         ...
 
-    def cancel(self, workflow_id: str) -> None:
+    def cancel(self, workflow_id: str) -> object:
         """Request cancellation."""
         ...
 

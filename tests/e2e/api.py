@@ -120,8 +120,8 @@ def check_cli_parity(d: Dagq, url: str, deadline_s: float = 60.0) -> None:
     # control: retry and cancel report the same way; their effect is seen both ways
     direct, answer = d.run("retry", "p2"), remote(d, url, "retry", "p1")
     assert (direct.returncode, answer.returncode) == (0, 0)
-    assert (direct.stderr, answer.stderr) == ("retry requested for p2\n",
-                                              "retry requested for p1\n")
+    # the reset is in the state already (the counts depend on how far a coordinator got)
+    assert direct.stderr.startswith("p2 running: ") and answer.stderr.startswith("p1 running: ")
     for wf in ("p1", "p2"):
         eventually(lambda wf=wf: d.tasks(wf)["breaks"]["attempt"] == 2, f"{wf} retried",
                    deadline_s)
@@ -130,5 +130,7 @@ def check_cli_parity(d: Dagq, url: str, deadline_s: float = 60.0) -> None:
     assert remote_ok(d, url, "submit", str(slow), "--id", "s1").split() == ["s1"]
     eventually(lambda: d.statuses("s1")["nap"] == "running", "s1 to run", deadline_s)
     answer = remote(d, url, "cancel", "s1")
-    assert (answer.returncode, answer.stderr) == (0, "cancel requested for s1\n")
+    assert answer.returncode == 0, answer
+    assert answer.stderr in ("s1 cancelled\n",  # its worker already stopped the task
+                             "s1 cancelling: 1 running task(s) are being stopped\n"), answer
     assert d.wait_terminal("s1", deadline_s)["status"] == "cancelled"

@@ -186,22 +186,30 @@ def test_cancel_and_retry(fns: dict[str, Handler], backend: Backend) -> None:
     http(fns["submit_workflow"], "POST", "", body=DIAMOND, params={"id": "w"})
     deliver_storage_queue(fns["coordinator_queue"], backend)
     status, answer = http(fns["cancel_workflow"], "POST", "", route={"id": "w"})
-    assert (status, answer) == (202, {"id": "w", "cancel_requested": True})
-    deliver_storage_queue(fns["coordinator_queue"], backend)
-    _, summary = http(fns["get_workflow"], "GET", "", route={"id": "w"})
-    assert summary["status"] == "running"  # task a still runs until its worker stops it
-    assert summary["counts"] == {"running": 1, "cancelled": 3}
-    stopped = CompletionMessage("w", "a", 1, success=False, error="cancelled by request")
-    backend.queues.get(COMPLETIONS).send(stopped.encode())
-    deliver_storage_queue(fns["coordinator_queue"], backend)
-    _, summary = http(fns["get_workflow"], "GET", "", route={"id": "w"})
-    assert summary["status"] == "cancelled" and summary["cancel_requested"] is True
+    # task a was dispatched, but no worker runs it: the cancel ends it at once
+    assert status == 200
+    assert (answer["status"], answer["cancel_requested"]) == ("cancelled", True)
+    assert answer["counts"] == {"cancelled": 4}
+    status, answer = http(fns["cancel_workflow"], "POST", "", route={"id": "w"})
+    assert (status, answer["code"], answer["status"]) == (409, "finished", "cancelled")
     status, answer = http(fns["retry_workflow"], "POST", "", route={"id": "w"})
-    assert status == 202 and answer["request_id"].startswith("w/retry/")
-    deliver_storage_queue(fns["coordinator_queue"], backend)
+    assert status == 200 and answer["request_id"].startswith("w/retry/")
+    assert (answer["status"], answer["cancel_requested"]) == ("running", False)
+    _, tasks = http(fns["list_tasks"], "GET", "", route={"id": "w"})
+    assert {t["name"]: t["status"] for t in tasks["tasks"]} == dict.fromkeys("abcd", "pending")
+    deliver_storage_queue(fns["coordinator_queue"], backend)  # dispatches a's attempt 2
     _, tasks = http(fns["list_tasks"], "GET", "", route={"id": "w"})
     by_name = {t["name"]: t for t in tasks["tasks"]}
     assert (by_name["a"]["status"], by_name["a"]["attempt"]) == ("running", 2)
+    sent = backend.queues.get("default").receive(10, 30)
+    assert [m.body for m in sent if b'"attempt":2' in m.body]
+    for t in ("a", "b", "c", "d"):
+        attempt = 2 if t == "a" else 1
+        done = CompletionMessage("w", t, attempt, success=True)
+        backend.queues.get(COMPLETIONS).send(done.encode())
+        deliver_storage_queue(fns["coordinator_queue"], backend)
+    status, answer = http(fns["retry_workflow"], "POST", "", route={"id": "w"})
+    assert (status, answer["code"], answer["status"]) == (409, "finished", "completed")
 
 
 def test_health_and_openapi(fns: dict[str, Handler], app_env: dict[str, str]) -> None:

@@ -21,8 +21,16 @@ from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
+from dagq.errors import DagqError, WorkflowFinished
 from dagq.runtime.local import LocalRuntime, queues_of
 from dagq.wiring import backend_from_settings
+from dagq.worker import proctree
+from dagq.worker.process import kill_all_now
+
+KILL_WAIT_S = 2.0
+"""After a second Ctrl-C, how long ``dagq run`` waits for the workflow to end."""
+INTERRUPTED_CLOSE_S = 0.5
+"""After Ctrl-C, how long ``dagq run`` waits for its threads once the workflow ended."""
 
 
 @click.command()
@@ -49,15 +57,23 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
     wf_id = client.submit(defn, workflow_id=workflow_id).id
     if not as_json:
         click.echo(wf_id)
-    interrupted = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+    presses: list[float] = []
+
+    def on_sigint(*_: object) -> None:
+        presses.append(time.monotonic())
+        if len(presses) == 2:  # the second Ctrl-C: no more grace for anything
+            n = kill_all_now()
+            Console(stderr=True).print(f"[red]killed {n} task process tree(s)")
+
+    proctree.enable_subreaper()
+    previous = signal.signal(signal.SIGINT, on_sigint)
     runtime.start()
     started = time.monotonic()
     try:
-        final = _watch(client, wf_id, started, interrupted)
+        final = _watch(client, runtime, wf_id, started, presses)
     finally:
         signal.signal(signal.SIGINT, previous)
-        runtime.close()
+        runtime.close(INTERRUPTED_CLOSE_S if presses else 10.0)
     colour = STATUS_COLOURS.get(final["status"], "white")
     Console(stderr=True).print(
         f"workflow {wf_id} [{colour}]{final['status']}[/] in {time.monotonic() - started:.1f}s: "
@@ -74,8 +90,8 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
     sys.exit(0 if final["status"] == "completed" else 1)
 
 
-def _watch(client: WorkflowClient, wf_id: str, started: float,
-           interrupted: threading.Event) -> dict[str, Any]:
+def _watch(client: WorkflowClient, runtime: LocalRuntime, wf_id: str, started: float,
+           presses: list[float]) -> dict[str, Any]:
     cancelled = False
     err = Console(stderr=True)
     frames = _frames(client, wf_id, started)
@@ -85,10 +101,12 @@ def _watch(client: WorkflowClient, wf_id: str, started: float,
         live.start()
     try:
         while True:
-            if interrupted.is_set() and not cancelled:
+            if presses and not cancelled:
                 cancelled = True
-                err.print("[yellow]cancelling (Ctrl-C again is ignored; waiting for tasks to stop)")
-                client.cancel(wf_id)
+                err.print("[yellow]cancelling: stopping the running tasks "
+                          "(Ctrl-C again kills them at once)")
+                threading.Thread(target=_cancel, args=(client, runtime, wf_id),
+                                 daemon=True).start()
             summary, view, line = next(frames)
             if live is not None:
                 live.update(view)
@@ -97,10 +115,23 @@ def _watch(client: WorkflowClient, wf_id: str, started: float,
                 last_line, last_print = line, time.monotonic()
             if summary["status"] in TERMINAL_WORKFLOW_STATUSES:
                 return summary
+            if len(presses) >= 2 and time.monotonic() - presses[1] > KILL_WAIT_S:
+                return summary  # killed: do not wait for the bookkeeping any longer
             time.sleep(0.1)
     finally:
         if live is not None:
             live.stop()
+
+
+def _cancel(client: WorkflowClient, runtime: LocalRuntime, wf_id: str) -> None:
+    """Cancel in the state first (so the stopped tasks end ``cancelled``, not failed),
+    then stop the local tasks at once instead of at the workers' next poll."""
+    try:
+        client.cancel(wf_id, on_written=lambda: runtime.stop_workflow(wf_id))
+    except WorkflowFinished:
+        pass  # it ended meanwhile
+    except DagqError as exc:
+        Console(stderr=True).print(f"[red]cancel failed: {exc}; press Ctrl-C again to kill")
 
 
 def _frames(client: WorkflowClient, wf_id: str,

@@ -20,6 +20,7 @@ from dagq.ports import Backend
 from dagq.protocol.names import COMPLETIONS
 from dagq.runtime.coordinator import Coordinator
 from dagq.wiring import backend_from_settings
+from dagq.worker import proctree
 from dagq.worker.builtin import default_processors, load_processor
 from dagq.worker.eventlog import configure_events
 from dagq.worker.heartbeat import check_local, live_workers
@@ -93,7 +94,7 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
 @click.option("--max-idle-backoff", type=float, default=None,
               help="Upper bound of the empty-queue back-off [DAGQ_MAX_IDLE_BACKOFF, 2].")
 @click.option("--cancel-poll-interval", type=float, default=None,
-              help="Seconds between cancel-flag checks [DAGQ_CANCEL_POLL_INTERVAL, 30].")
+              help="Seconds between cancel-flag checks [DAGQ_CANCEL_POLL_INTERVAL, 2].")
 @click.option("--kill-timeout", type=float, default=None,
               help="Seconds between SIGTERM and SIGKILL of a task [DAGQ_KILL_TIMEOUT, 600].")
 @click.option("--gpus-per-task", type=click.IntRange(min=0), default=0,
@@ -129,6 +130,7 @@ def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float
                gpus=[g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
                idle_timeout=idle_timeout)
     click.echo(f"worker {w.worker_id} on queue {queue!r} with {w.concurrency} slot(s)", err=True)
+    proctree.enable_subreaper()  # orphaned task processes stay reachable and get reaped
     started = time.monotonic()
     code = w.run()
     click.echo(f"worker {w.worker_id} stopped after {time.monotonic() - started:.1f}s: "

@@ -24,7 +24,10 @@ from dagq.client import Submitted
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
-from dagq.errors import DagqError, DefinitionError, WorkflowNotFound
+from dagq.errors import DagqError, DefinitionError, WorkflowFinished, WorkflowNotFound
+
+EXIT_FINISHED = 3
+"""Exit code of ``cancel``/``retry`` when the workflow already ended: nothing changed."""
 
 
 @click.command()
@@ -218,16 +221,33 @@ def output(ctx: click.Context, workflow_id: str, task: str, store: str | None) -
 
 @click.command()
 @click.argument("workflow_id")
-@click.option("--json", "as_json", is_flag=True, help='Print {"id","cancel_requested"}.')
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the workflow's summary after the cancel.")
 @store_option
 @click.pass_context
 @handle_errors
 def cancel(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
-    """Cancel a workflow: nothing new starts, running tasks are stopped."""
-    open_client(ctx, store).cancel(workflow_id)
-    click.echo(f"cancel requested for {workflow_id}", err=True)
+    """Cancel a workflow: nothing new starts and running tasks are stopped.
+
+    Exit 0 when cancelled (or being cancelled), 3 if it had already finished (nothing
+    changes), 1 if there is no such workflow."""
+    client = open_client(ctx, store)
+    try:
+        client.cancel(workflow_id)
+    except WorkflowFinished as exc:
+        click.echo(f"{exc}", err=True)
+        if as_json:
+            emit_json({"id": workflow_id, "status": exc.status, "finished": True})
+        sys.exit(EXIT_FINISHED)
+    row = client.summary(workflow_id)
+    if row["status"] == "cancelled":
+        click.echo(f"{workflow_id} cancelled", err=True)
+    else:
+        running = len(client.tasks(workflow_id, status="running"))  # the state, not the index
+        click.echo(f"{workflow_id} cancelling: {running} running task(s) are being stopped",
+                   err=True)
     if as_json:
-        emit_json({"id": workflow_id, "cancel_requested": True})
+        emit_json(row)
 
 
 @click.command()
@@ -237,11 +257,23 @@ def cancel(ctx: click.Context, workflow_id: str, as_json: bool, store: str | Non
 @click.pass_context
 @handle_errors
 def retry(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
-    """Retry the failed, upstream-failed and cancelled tasks of a workflow."""
-    request_id = open_client(ctx, store).retry(workflow_id)
-    click.echo(f"retry requested for {workflow_id}", err=True)
+    """Retry failed, upstream-failed and cancelled tasks; a coordinator runs them.
+
+    Exit 0 when the tasks are reset, 3 if the workflow already completed (nothing
+    changes), 1 if there is no such workflow."""
+    client = open_client(ctx, store)
+    try:
+        request_id = client.retry(workflow_id)
+    except WorkflowFinished as exc:
+        click.echo(f"{exc}", err=True)
+        if as_json:
+            emit_json({"id": workflow_id, "status": exc.status, "finished": True})
+        sys.exit(EXIT_FINISHED)
+    row = client.summary(workflow_id)
+    counts = "  ".join(f"{k}={v}" for k, v in sorted(row["counts"].items()) if v)
+    click.echo(f"{workflow_id} {row['status']}: {counts}", err=True)
     if as_json:
-        emit_json({"id": workflow_id, "request_id": request_id})
+        emit_json({**row, "request_id": request_id})
 
 
 COMMANDS = (validate, submit, status, list_, tasks, output, cancel, retry)

@@ -1,6 +1,7 @@
 """Maps dagq errors to HTTP responses: JSON ``{"error", "code", "details"}``.
 
-Bad input is always a 4xx (400 invalid, 404 unknown id, 409 id conflict, 413 too large,
+Bad input is always a 4xx (400 invalid, 404 unknown id, 409 id conflict or nothing to
+cancel/retry (with the workflow's ``status``), 413 too large,
 415 wrong content type). 5xx is reserved for the server's side: 503 when the store
 cannot be reached, 500 for a bad app setting or a bug (logged with its traceback).
 """
@@ -23,6 +24,7 @@ from dagq.errors import (
     ScheduleNotFound,
     StoreUnavailable,
     TaskError,
+    WorkflowFinished,
     WorkflowNotFound,
 )
 
@@ -35,16 +37,18 @@ class ApiError(Exception):
     """An error answer: HTTP status, a stable code, a message and a list of details."""
 
     def __init__(self, status: int, code: str, message: str,
-                 details: list[Any] | None = None) -> None:
+                 details: list[Any] | None = None, extra: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.details = details or []
+        self.extra = extra or {}
 
     def response(self) -> func.HttpResponse:
         """The JSON response for this error."""
-        body = {"error": self.message, "code": self.code, "details": self.details}
+        body = {"error": self.message, "code": self.code, "details": self.details,
+                **self.extra}
         return json_response(body, self.status)
 
 
@@ -73,6 +77,9 @@ def to_api_error(exc: Exception) -> ApiError:
         return ApiError(400, "invalid_schedule", str(exc))
     if isinstance(exc, IdConflict):
         return ApiError(409, "id_conflict", str(exc))
+    if isinstance(exc, WorkflowFinished):
+        return ApiError(409, "finished", str(exc),
+                        extra={"id": exc.workflow_id, "status": exc.status})
     if isinstance(exc, TaskError):
         return ApiError(400, "task_error", str(exc))
     if isinstance(exc, StoreUnavailable):

@@ -91,17 +91,21 @@ def list_tasks(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
 
 
 def cancel(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``POST /workflows/{id}/cancel``: 202; the coordinator applies it."""
+    """``POST /workflows/{id}/cancel``: 200 with the summary once the cancel is in the
+    state (tasks not started are ``cancelled``); 409 with the status if it had ended."""
     workflow_id = _route_id(req)
-    runtime.client().cancel(workflow_id)
-    return json_response({"id": workflow_id, "cancel_requested": True}, 202)
+    client = runtime.client()
+    client.cancel(workflow_id)
+    return json_response(client.summary(workflow_id))
 
 
 def retry(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``POST /workflows/{id}/retry``: 202 with the request id."""
+    """``POST /workflows/{id}/retry``: 200 with the summary and the request id once the
+    tasks are reset; 409 with the status if the workflow completed."""
     workflow_id = _route_id(req)
-    request_id = runtime.client().retry(workflow_id)
-    return json_response({"id": workflow_id, "request_id": request_id}, 202)
+    client = runtime.client()
+    request_id = client.retry(workflow_id)
+    return json_response({**client.summary(workflow_id), "request_id": request_id})
 
 
 def health(runtime: Runtime, trigger: str) -> func.HttpResponse:

@@ -125,6 +125,11 @@ class ControlMessage:
     """Unique per request; makes ``retry`` idempotent."""
     parent_attempt: int | None = None
     """For a retried child workflow: the parent task's new attempt it now reports to."""
+    applied: bool = False
+    """True when the sender already applied the action to the stored state (cancel and
+    retry do): the coordinator then only sends the outbox entries named in ``send``."""
+    send: tuple[str, ...] = ()
+    """Outbox keys the sender's state write recorded, for the coordinator to send."""
 
     def encode(self) -> bytes:
         """The message body."""
@@ -133,6 +138,10 @@ class ControlMessage:
                                 "request_id": self.request_id}
         if self.parent_attempt is not None:
             body["parent_attempt"] = self.parent_attempt
+        if self.applied:
+            body["applied"] = True
+        if self.send:
+            body["send"] = list(self.send)
         return _dumps(body)
 
 
@@ -200,7 +209,11 @@ def decode_completion_queue(data: bytes | str) -> CompletionQueueMessage:
         pa = body.get("parent_attempt")
         if pa is not None and (not isinstance(pa, int) or isinstance(pa, bool) or pa < 1):
             raise BadMessage(f"field 'parent_attempt' must be an integer >= 1, got {pa!r}")
-        return ControlMessage(_str(body, "workflow_id"), action, _str(body, "request_id"), pa)
+        send = body.get("send", [])
+        if not isinstance(send, list) or not all(isinstance(k, str) for k in send):
+            raise BadMessage(f"field 'send' must be a list of outbox keys, got {send!r}")
+        return ControlMessage(_str(body, "workflow_id"), action, _str(body, "request_id"), pa,
+                              applied=body.get("applied") is True, send=tuple(send))
     if kind != "completion":
         raise BadMessage(f"expected a completion or control message, got type {kind!r}")
     success = body.get("success")

@@ -20,6 +20,7 @@ from dagq.errors import (
     RemoteError,
     StoreUnavailable,
     TaskError,
+    WorkflowFinished,
     WorkflowNotFound,
 )
 
@@ -30,6 +31,8 @@ _BY_CODE: dict[str, type[DagqError]] = {
     "task_error": TaskError,
     "store_unavailable": StoreUnavailable,
 }
+"""Error codes of the API and the exception each becomes (``finished`` is special-cased:
+it carries the workflow's id and status)."""
 _PROBLEM_FIELDS = ("message", "task", "field", "line", "column")
 
 
@@ -57,6 +60,8 @@ def error_of(resp: httpx.Response) -> DagqError:
     details: list[Any] = raw if isinstance(raw, list) else []
     if code == "invalid_definition":
         return DefinitionError([problem_of(d) for d in details] or [Problem(message)])
+    if code == "finished" and isinstance(body, dict):
+        return WorkflowFinished(message, str(body.get("id", "")), str(body.get("status", "")))
     kind = _BY_CODE.get(code)
     if kind is not None:
         return kind(message)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dagq.config import Settings
+from dagq.control import Control
 from dagq.core import engine
 from dagq.core.engine import WorkflowState, dumps, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef
@@ -32,6 +33,7 @@ from dagq.protocol.messages import (
 )
 from dagq.protocol.names import COMPLETIONS
 from dagq.protocol.outputs import fetch_verified
+from dagq.runtime.cancels import cascade_cancel, finish_cancels
 from dagq.runtime.dispatch import OutboxSender
 
 log = logging.getLogger("dagq.coordinator")
@@ -84,6 +86,7 @@ class Coordinator:
         self.settings = settings
         self.clock = clock
         self.children = children
+        self.control = Control(backend, clock)
         self.completions = backend.queues.get(COMPLETIONS)
         self.sender = OutboxSender(backend, children)
         self.stats = CoordinatorStats()
@@ -135,7 +138,8 @@ class Coordinator:
     def _handle_group(self, workflow_id: str,
                       items: list[tuple[Message, CompletionQueueMessage]]) -> None:
         decoded = [d for _, d in items]
-        ok = self.commit(workflow_id, lambda state: self._apply(state, decoded))
+        ok = self.commit(workflow_id, lambda state: self._apply(state, decoded),
+                         handoff=_handoff(decoded))
         if ok is None:
             return  # not acknowledged: redelivery retries
         self.completions.delete_many(m for m, _ in items)
@@ -153,7 +157,7 @@ class Coordinator:
         self.stats.counts["dead_lettered"] += len(grouped.rejected)
         for workflow_id, pairs in grouped.groups.items():
             items = [decoded for _, decoded in pairs]
-            if self.commit(workflow_id, self._applier(items)) is None:
+            if self.commit(workflow_id, self._applier(items), handoff=_handoff(items)) is None:
                 result.unapplied.append(workflow_id)
         return result
 
@@ -177,6 +181,10 @@ class Coordinator:
                 effects.append(engine.apply(state, batch, now, resolve=self._resolve))
                 batch = []
             self.stats.counts["controls"] += 1
+            if item.applied:  # in the state already: decide what a retry reset
+                if item.action == "retry":
+                    effects.append(engine.resume(state, now, resolve=self._resolve))
+                continue
             effects.append(self._control(state, item, now))
         if batch:
             effects.append(engine.apply(state, batch, now, resolve=self._resolve))
@@ -197,11 +205,14 @@ class Coordinator:
         return engine.retry(state, now, item.request_id)
 
     # -- the write protocol --------------------------------------------------------------
-    def commit(self, workflow_id: str, mutate: Mutation) -> list[engine.Effects] | None:
+    def commit(self, workflow_id: str, mutate: Mutation,
+               handoff: frozenset[str] = frozenset()) -> list[engine.Effects] | None:
         """Apply ``mutate`` under ETag CAS, send the new outbox entries, update the index.
 
-        Returns the effects, or ``None`` when the workflow does not exist or the write
-        kept conflicting (the caller must not acknowledge; redelivery retries).
+        ``handoff`` names outbox entries another writer (cancel, retry) recorded for
+        this coordinator to send. Returns the effects, or ``None`` when the workflow does
+        not exist or the write kept conflicting (the caller must not acknowledge;
+        redelivery retries).
         """
         for _ in range(MAX_CONFLICT_RETRIES):
             with self._lock:
@@ -219,6 +230,8 @@ class Coordinator:
             engine.clear_outbox(state, mine)
             due = [e for e in engine.outbox_due(state, now, self.settings.outbox_grace)
                    if e.key in before]
+            due += [e for k, e in state.outbox.items() if k in handoff and k in before
+                    and k not in mine and e not in due]
             if not mine and not due and set(state.outbox) == before and _noop(effects):
                 if from_cache:
                     # another coordinator may have written since: "nothing to do" (and so
@@ -332,14 +345,11 @@ class Coordinator:
             self._update_index(state, self.clock(), force=True)
 
     def sweep(self, now: float) -> None:
-        """Apply cancel requests, start stale pending workflows, re-send lost dispatches
-        and fail tasks past their timeout."""
+        """Finish cancels, start stale pending workflows, re-send lost dispatches and fail
+        tasks past their timeout."""
         self._last_sweep = now
         index = self.backend.index
-        for row in index.query(cancel_requested=True):
-            if row.status not in TERMINAL_WORKFLOW_STATUSES:
-                self.commit(row.id, lambda s: [engine.cancel(s, self.clock())])
-                self._cascade_cancel(row.id)
+        finish_cancels(self, now)
         for row in index.query(status="pending"):
             not_before = float(row.extra.get("not_before", 0) or 0)
             if now - max(row.updated_at, not_before) < self.settings.stale_pending:
@@ -361,16 +371,19 @@ class Coordinator:
             self._repair(row.id, now)
 
     def _cascade_cancel(self, workflow_id: str) -> None:
-        """Flag and cancel every active descendant not yet asked to cancel."""
-        for row in self.children.descendants(workflow_id):
-            if row.status not in TERMINAL_WORKFLOW_STATUSES and not row.cancel_requested:
-                log.info("cancelling child workflow %s of %s", row.id, workflow_id)
-                self.children.cancel(row.id)
+        cascade_cancel(self.children, workflow_id)
 
     def _repair(self, workflow_id: str, now: float) -> None:
-        """Re-send stale outbox entries and expire overdue tasks (no write if neither)."""
-        self.commit(workflow_id,
-                    lambda s: [engine.expire(s, self.clock(), self.settings.timeout_grace)])
+        """Re-send stale outbox entries, expire overdue tasks and decide tasks a retry
+        reset whose control message was lost (no write if none of these)."""
+        self.commit(workflow_id, lambda s: [
+            engine.expire(s, self.clock(), self.settings.timeout_grace),
+            engine.resume(s, self.clock(), resolve=self._resolve)])  # lost retry
+
+
+def _handoff(items: Iterable[CompletionQueueMessage]) -> frozenset[str]:
+    """Outbox keys that applied control messages hand over for sending."""
+    return frozenset(k for m in items if isinstance(m, ControlMessage) for k in m.send)
 
 
 def _noop(effects: list[engine.Effects]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from dagq.config import Settings
 from dagq.core.model import WorkflowDef
@@ -49,10 +50,17 @@ class LocalRuntime:
         for t in self.threads:
             t.start()
 
-    def close(self) -> None:
-        """Stop workers (releasing what they run) and the coordinator."""
+    def stop_workflow(self, workflow_id: str) -> None:
+        """Stop the tasks of ``workflow_id`` running here at once (SIGTERM to their trees)."""
+        for w in self.workers:
+            w.stop_workflow(workflow_id)
+
+    def close(self, deadline_s: float = 10.0) -> None:
+        """Stop workers (releasing what they run) and the coordinator, waiting at most
+        ``deadline_s`` for their threads (a message left behind reappears later)."""
         for w in self.workers:
             w.shutdown()
         self.stop.set()
+        end = time.monotonic() + deadline_s
         for t in self.threads:
-            t.join(timeout=10)
+            t.join(timeout=max(0.0, end - time.monotonic()))

@@ -29,6 +29,7 @@ from dagq.errors import (
     IdConflict,
     PreconditionFailed,
     ScheduleNotFound,
+    WorkflowFinished,
     WorkflowNotFound,
 )
 from dagq.ports import Backend
@@ -156,7 +157,7 @@ class Ticker:
     def _cancel(self, previous: str) -> list[str]:
         try:
             self.client.cancel(previous)
-        except WorkflowNotFound:
+        except (WorkflowNotFound, WorkflowFinished):
             return []
         return [previous]
 

@@ -86,3 +86,15 @@ def check_local(records: Records, queue: str, now: float, interval: float = INTE
     """True if a worker on this host serving ``queue`` has a fresh heartbeat."""
     host = socket.gethostname()
     return any(w.get("host") == host for w in live_workers(records, now, interval).get(queue, []))
+
+
+def executing_keys(records: Records, now: float, interval: float = INTERVAL) -> set[str]:
+    """Dispatch keys that live workers report running (a worker adds a key to its
+    heartbeat before it decides to start that attempt)."""
+    out: set[str] = set()
+    for workers in live_workers(records, now, interval).values():
+        for w in workers:
+            running = w.get("running")
+            if isinstance(running, list):
+                out.update(str(key) for key in running)
+    return out

@@ -1,16 +1,18 @@
-"""Run one task process in its own process group, with timeout, cancellation and kill escalation."""
+"""Run one task process in its own process group, with timeout, cancellation and kill
+escalation to its whole process tree (``dagq.worker.proctree``)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from dagq.worker import proctree
 
 TAIL_BYTES = 4000
 
@@ -32,16 +34,35 @@ class ProcessResult:
 @dataclass
 class _Watch:
     pid: int
+    token: str
     stop: threading.Event
     deadline: float | None
     kill_timeout: float
     term_at: float | None = None
     timed_out: bool = False
     stopped: bool = False
+    members: set[proctree.Member] = field(default_factory=set)
+    scanned_at: float = 0.0
+
+    def scan(self, now: float) -> set[proctree.Member]:
+        """Every process of the task seen so far (rescanned when asked again later)."""
+        self.members |= proctree.members(self.pid, self.token)
+        self.scanned_at = now
+        return self.members
+
+    def kill(self) -> None:
+        """SIGKILL the whole tree now."""
+        self.term_at = float("inf")
+        proctree.signal_all(self.pid, self.scan(time.monotonic()), signal.SIGKILL)
+
+    def tree_alive(self) -> bool:
+        return _group_alive(self.pid) or any(proctree.alive(m) for m in self.members
+                                             if m[0] != self.pid)
 
 
 class _Watchdog:
-    """One thread for all task processes: SIGTERM on stop or timeout, SIGKILL after grace.
+    """One thread for all task processes: SIGTERM on stop or timeout, SIGKILL after grace,
+    to every process of the task's tree (``proctree``), and reaping of orphans.
 
     Slot threads block in ``wait()`` (so a finished process is noticed at once) while this
     thread enforces stops and deadlines every 50 ms.
@@ -51,6 +72,7 @@ class _Watchdog:
         self._watches: dict[int, _Watch] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._reaped_at = 0.0
 
     def add(self, watch: _Watch) -> None:
         with self._lock:
@@ -63,6 +85,15 @@ class _Watchdog:
     def remove(self, pid: int) -> None:
         with self._lock:
             self._watches.pop(pid, None)
+
+    def kill_all(self) -> int:
+        """SIGKILL every watched task tree at once; how many."""
+        with self._lock:
+            watches = list(self._watches.values())
+        for w in watches:
+            w.stopped = w.stopped or not w.timed_out
+            w.kill()
+        return len(watches)
 
     def _run(self) -> None:
         while True:
@@ -78,13 +109,22 @@ class _Watchdog:
                         w.timed_out = True
                     if w.stopped or w.timed_out:
                         w.term_at = now
-                        _signal_group(w.pid, signal.SIGTERM)
+                        proctree.signal_all(w.pid, w.scan(now), signal.SIGTERM)
                 elif now - w.term_at > w.kill_timeout:
-                    w.term_at = float("inf")
-                    _signal_group(w.pid, signal.SIGKILL)
+                    w.kill()
+                elif now - w.scanned_at > 0.5:
+                    w.scan(now)  # note processes started while the tree shuts down
+            if now - self._reaped_at > 1.0:
+                self._reaped_at = now
+                proctree.reap_orphans()
 
 
 _WATCHDOG = _Watchdog()
+
+
+def kill_all_now() -> int:
+    """SIGKILL the process tree of every task running in this process; how many."""
+    return _WATCHDOG.kill_all()
 
 
 def run_process(
@@ -98,37 +138,37 @@ def run_process(
     kill_timeout: float,
     on_start: Callable[[int], None] | None = None,
 ) -> ProcessResult:
-    """Run ``argv``; SIGTERM its process group on ``stop`` or timeout, SIGKILL after
-    ``kill_timeout`` seconds; returns when the process has exited."""
-    with open(log_path, "ab") as log:
+    """Run ``argv``; SIGTERM its whole process tree on ``stop`` or timeout, SIGKILL after
+    ``kill_timeout`` seconds; returns when the process (and, if stopped, its tree) ended."""
+    token = proctree.new_token()
+    with open(log_path, "ab") as log, proctree.roots_lock():
         proc = subprocess.Popen(
-            list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            list(argv), env={**env, proctree.TOKEN_ENV: token}, cwd=cwd,
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
+        proctree.add_root(proc.pid)
     deadline = time.monotonic() + timeout_s if timeout_s is not None else None
-    watch = _Watch(proc.pid, stop, deadline, kill_timeout)
+    watch = _Watch(proc.pid, token, stop, deadline, kill_timeout)
     _WATCHDOG.add(watch)
     try:
         if on_start is not None:
             on_start(proc.pid)
         rc = proc.wait()
         if watch.stopped or watch.timed_out:
-            # the shell leader dies at once on SIGTERM; the program it started keeps its
-            # grace (the watchdog still SIGKILLs the group after ``kill_timeout``)
-            while _group_alive(proc.pid) and watch.term_at != float("inf"):
+            # the shell leader dies at once on SIGTERM; the programs it started keep their
+            # grace (the watchdog SIGKILLs the whole tree after ``kill_timeout``)
+            while watch.tree_alive() and watch.term_at != float("inf"):
                 time.sleep(0.05)
+                proctree.reap_orphans()  # zombies of re-parented members count as alive
     finally:
         _WATCHDOG.remove(proc.pid)
-    # the group may outlive its leader (background children): make sure it is gone
+        proctree.remove_root(proc.pid)
+    # the tree may outlive its leader (background children): make sure it is gone
     if watch.stopped or watch.timed_out:
-        _signal_group(proc.pid, signal.SIGKILL)
+        proctree.signal_all(proc.pid, watch.scan(time.monotonic()), signal.SIGKILL)
     return ProcessResult(rc, read_tail(log_path), timed_out=watch.timed_out,
                          stopped=watch.stopped)
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
 
 
 def _group_alive(pgid: int) -> bool:

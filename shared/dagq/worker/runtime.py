@@ -1,11 +1,13 @@
 """The worker: takes task messages from one queue and runs them with N slots.
 
-For each message: decode, write the inputs file, run the task through a processor,
-publish its output (inline up to 32 KB, else in output storage), send the completion,
-then delete the message. A monitor thread keeps running messages invisible (until their
-tasks have exited, also while draining), polls the workflow's cancel flag and writes
-heartbeats. SIGTERM stops taking work, stops running tasks and releases their messages
-so another worker takes them at once.
+For each message: decode, announce it in the heartbeat, check that the attempt may
+start (``gate``: dropped if its workflow was cancelled or it is no longer current), write
+the inputs file, run the task through a processor, publish its output (inline up to
+32 KB, else in output storage), send the completion, then delete the message. A monitor
+thread keeps running messages invisible (until their tasks have exited, also while
+draining), polls the cancel requests once per interval and writes heartbeats. SIGTERM
+stops taking work, stops running tasks and releases their messages so another worker
+takes them at once.
 """
 
 from __future__ import annotations
@@ -31,20 +33,24 @@ from dagq.crashpoints import crash_point
 from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
 from dagq.ports import Backend, Message
 from dagq.protocol import names
+from dagq.protocol.cancels import prune_cancel_hints
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
 from dagq.protocol.outputs import fetch_verified
 from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import DirSync, parse_spec
+from dagq.worker.environment import task_env
+from dagq.worker.gate import Gate, stop
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.history import HistoryWriter
 from dagq.worker.processors import Outcome, Processor, TaskContext
-from dagq.worker.taskenv import task_env
 
 log = logging.getLogger("dagq.worker")
 
 INLINE_OUTPUT_LIMIT = 32 * 1024
+RECHECK_S = 0.5
+"""Next cancel poll after a hint its workflow's state did not confirm yet."""
 
 
 @dataclass
@@ -53,7 +59,6 @@ class _Running:
     task: TaskMessage
     stop: threading.Event = field(default_factory=threading.Event)
     hidden_until: float = 0.0
-    next_cancel_check: float = 0.0
     cancelled: bool = False
     lease: threading.Lock = field(default_factory=threading.Lock)
     """Held while extending; ``finished`` under it means: never extend again."""
@@ -104,6 +109,8 @@ class Worker:
         self._last_active = time.monotonic()
         self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name,
                                    settings.heartbeat_interval)
+        self._beat_lock = threading.Lock()
+        self.gate = Gate(backend, self.completions, self.worker_id, self.stats)
         self.dirsync_interval = settings.dirsync_interval
         self._task_env = task_env(settings)
         self.history = HistoryWriter(backend.records)
@@ -117,7 +124,8 @@ class Worker:
         started = time.monotonic()
         prune(self.backend.records, time.time())
         self.history.start()
-        self.heartbeat.beat(self.running_tasks())
+        prune_cancel_hints(self.backend.records, time.time())
+        self._announce()
         slots = [threading.Thread(target=self._slot, name=f"dagq-slot-{i}", daemon=True)
                  for i in range(self.concurrency)]
         monitor = threading.Thread(target=self._monitor, name="dagq-monitor", daemon=True)
@@ -141,9 +149,17 @@ class Worker:
             for r in self._running.values():
                 r.stop.set()
 
+    def stop_workflow(self, workflow_id: str) -> int:
+        """Stop, as cancelled, the attempts of ``workflow_id`` running here; how many."""
+        with self._lock:
+            hit = [r for r in self._running.values() if r.task.workflow_id == workflow_id]
+        for r in hit:
+            stop(r)
+        return len(hit)
+
     def summary(self) -> str:
         """One line: tasks by outcome."""
-        keys = ("succeeded", "failed", "cancelled", "released", "bad_messages")
+        keys = ("succeeded", "failed", "cancelled", "released", "dropped", "bad_messages")
         return ", ".join(f"{k}={self.stats[k]}" for k in keys)
 
     def running_tasks(self) -> list[str]:
@@ -200,15 +216,31 @@ class Worker:
             self._give_up(msg, task)
             return
         run = _Running(msg, task, hidden_until=time.monotonic()
-                       + self.settings.visibility_timeout,
-                       next_cancel_check=time.monotonic() + self.settings.cancel_poll_interval)
+                       + self.settings.visibility_timeout)
         with self._lock:
             self._running[task.key] = run
         try:
+            # announce first, then check: a cancel that finds the key in no heartbeat
+            # knows this check will see it (see dagq.control)
+            if not self._announce():
+                log.warning("not starting %s: the heartbeat could not be written; it will "
+                            "be delivered again", task.key)
+                return
+            verdict = self.gate.check(task)
+            if verdict != "run":
+                self.gate.refuse(task, verdict)
+                self.queue.delete(run.end_lease())
+                return
             self._execute(run)
         finally:
             with self._lock:
                 self._running.pop(task.key, None)
+
+    def _announce(self) -> bool:
+        """Write the heartbeat with the attempts held now (one writer at a time, so an
+        older list never overwrites a newer one)."""
+        with self._beat_lock:
+            return self.heartbeat.beat(self.running_tasks())
 
     def _give_up(self, msg: Message, task: TaskMessage) -> None:
         """Fail an attempt whose message keeps coming back without a result (its workers
@@ -372,7 +404,7 @@ class Worker:
     def _monitor(self) -> None:
         vis = self.settings.visibility_timeout
         next_beat = time.monotonic() + self.heartbeat.interval
-        last_beat, reported = 0.0, self.running_tasks()
+        next_poll = time.monotonic() + self.settings.cancel_poll_interval
         # runs until the slots are done, not just until shutdown: a draining task keeps
         # its message hidden for as long as it takes to honour SIGTERM
         while not self._slots_done.wait(0.2):
@@ -382,16 +414,13 @@ class Worker:
             for r in running:
                 if now > r.hidden_until - vis / 2:
                     self._extend(r, now)
-                if now >= r.next_cancel_check:
-                    r.next_cancel_check = now + self.settings.cancel_poll_interval
-                    self._check_cancel(r)
-            keys = self.running_tasks()
-            # a changed running set is reported at once (at most once a second), so
-            # status views can tell a started attempt from a queued one
-            if now >= next_beat or (keys != reported and now >= last_beat + 1.0):
+            if now >= next_poll:
+                next_poll = now + self.settings.cancel_poll_interval
+                if running and self.gate.poll(running):
+                    next_poll = now + min(RECHECK_S, self.settings.cancel_poll_interval)
+            if now >= next_beat:
                 next_beat = now + self.heartbeat.interval
-                last_beat, reported = now, keys
-                self.heartbeat.beat(keys)
+                self._announce()
 
     def _extend(self, r: _Running, now: float) -> None:
         try:
@@ -404,13 +433,3 @@ class Worker:
             log.warning("lost the lease on %s; another worker may run it too", r.task.key)
         except DagqError as exc:
             log.warning("could not extend %s: %s", r.task.key, exc)
-
-    def _check_cancel(self, r: _Running) -> None:
-        try:
-            row = self.backend.index.get(r.task.workflow_id)
-        except DagqError:
-            return
-        if row.cancel_requested or row.status == "cancelled":
-            log.info("workflow %s cancelled: stopping %s", r.task.workflow_id, r.task.key)
-            r.cancelled = True
-            r.stop.set()

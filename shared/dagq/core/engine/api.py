@@ -11,7 +11,7 @@ protocol"). The rules are described for users in docs/semantics.md.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 
 from dagq.core.engine.codec import dumps, loads
 from dagq.core.engine.graph import (
@@ -40,8 +40,9 @@ from dagq.core.model import WorkflowDef
 
 __all__ = [
     "ChildSubmit", "Completion", "Dispatch", "Effects", "OutboxEntry", "ParentLink",
-    "ParentNotice", "TaskView", "WorkflowState", "apply", "cancel", "child_workflow_id",
-    "clear_outbox", "create", "dumps", "expire", "loads", "outbox_due", "retry", "start",
+    "ParentNotice", "TaskView", "WorkflowState", "apply", "attempt_key", "cancel",
+    "cancel_unstarted", "child_workflow_id", "clear_outbox", "create", "dumps", "expire",
+    "judge_attempt", "loads", "outbox_due", "resume", "retry", "start", "stopping_keys",
 ]
 
 
@@ -112,15 +113,64 @@ def cancel(state: WorkflowState, now: float) -> Effects:
     return step.done()
 
 
+def attempt_key(state: WorkflowState, task: str) -> str:
+    """The dispatch key (queue message id) of ``task``'s current attempt."""
+    i = state.graph.index[task]
+    key = f"{state.workflow_id}/{task}/{state.attempt[i]}"
+    return f"{key}.{state.releases[i]}" if state.releases[i] else key
+
+
+def stopping_keys(state: WorkflowState) -> list[str]:
+    """Dispatch keys of the attempts a cancel is waiting for (child workflows excluded:
+    they end through their own cancel)."""
+    g = state.graph
+    return [attempt_key(state, g.names[i]) for i in state.running_set
+            if state.stopping[i] and g.kind[i] != KIND_CHILD]
+
+
+def judge_attempt(state: WorkflowState, task: str, attempt: int, key: str) -> str:
+    """Whether a delivered attempt may start, by this state: ``"run"`` (it is the current
+    attempt), ``"cancelled"`` (current, but a cancel waits for it), ``"ended"`` (it was
+    superseded, finished or reset by a retry) or ``"unknown"`` (the state predates it,
+    or there is no such task)."""
+    i = state.graph.index.get(task)
+    if i is None:
+        return "unknown"
+    tail = key.rpartition("/")[2].partition(".")[2]
+    delivered = (attempt, int(tail) if tail.isdigit() else 0)
+    current = (state.attempt[i], state.releases[i])
+    if delivered > current:
+        return "unknown"
+    if delivered < current or state.st[i] != RUNNING:
+        return "ended"
+    return "cancelled" if state.stopping[i] else "run"
+
+
+def cancel_unstarted(state: WorkflowState, now: float, started: Container[str]) -> Effects:
+    """End ``cancelled`` every attempt a cancel is waiting for whose key is not in
+    ``started`` (the keys that workers report executing): its message may still sit in a
+    queue, but no worker will run it. The workflow becomes ``cancelled`` when nothing
+    is left running."""
+    step = Step(state, now)
+    if not state.cancel_requested or state.is_terminal():
+        return step.fx
+    for key in stopping_keys(state):
+        if key not in started:
+            task = key[len(state.workflow_id) + 1:].rsplit("/", 1)[0]
+            step.finish(state.graph.index[task], CANCELLED, error="cancelled before it started")
+    return step.done()
+
+
 def retry(state: WorkflowState, now: float, request_id: str,
-          resolve: Resolve | None = None) -> Effects:
+          resolve: Resolve | None = None, *, dispatch: bool = True) -> Effects:
     """Run again what did not succeed. Idempotent per ``request_id``.
 
     Failed, upstream-failed and cancelled tasks go back to ``pending`` and are resolved
     again (policy, then condition) as their dependencies allow; each starts a new round
     of ``num_retries + 1`` attempts, numbered after the previous ones. Attempts still
     being stopped by a cancel are let run: a failure of one starts its new round. A
-    pending cancel request is withdrawn.
+    pending cancel request is withdrawn. With ``dispatch=False`` the reset tasks stay
+    ``pending`` until ``resume`` decides them (a client resets, the coordinator runs).
     """
     step = Step(state, now, resolve)
     if request_id in state.retry_ids:
@@ -144,7 +194,21 @@ def retry(state: WorkflowState, now: float, request_id: str,
         state.output[i] = state.output_ref[i] = None
         step.set_status(i, PENDING)
     step.todo.clear()  # a reset task never triggers its children; evaluate resets only
-    step.todo.extend(reset)
+    if dispatch:
+        step.todo.extend(reset)
+        step.drain()
+    return step.done()
+
+
+def resume(state: WorkflowState, now: float, resolve: Resolve | None = None) -> Effects:
+    """Decide every ``pending`` task whose policy is met or impossible (after a retry
+    that did not dispatch). Idempotent; a no-op on a workflow that is not running."""
+    step = Step(state, now, resolve)
+    if state.status != "running":
+        return step.fx
+    st, g = state.st, state.graph
+    step.todo.extend(i for i in range(len(st)) if st[i] == PENDING and (
+        state.n_ok[i] >= g.need[i] or state.n_bad[i] > g.slack[i]))
     step.drain()
     return step.done()
 

@@ -1,4 +1,4 @@
-"""The environment a worker gives its task processes."""
+"""The environment of task processes: the worker's own, made usable from a task."""
 
 from __future__ import annotations
 

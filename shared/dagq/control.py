@@ -1,0 +1,198 @@
+"""Cancel and retry, applied to the stored state before the request returns.
+
+Both are compare-and-swap writes of the workflow state through the pure core (like the
+first write of a submission); the coordinator still dispatches. A control message with
+``applied=True`` tells it the action is in the state: for a retry it decides the reset
+tasks (``engine.resume``), and it sends the outbox entries the write recorded (``send``,
+e.g. the notice of a cancelled child workflow to its parent).
+
+Cancel also:
+
+* writes a hint record (partition ``cancels``) that workers poll with one read per
+  interval, to stop attempts they are running;
+* ends ``cancelled`` every attempt it waits for that no worker is executing. A worker
+  announces an attempt in its heartbeat *before* it checks the workflow and starts it,
+  and it trusts a state read for at most ``ADMISSION_TTL_S``; so once that long has
+  passed since the cancel was written, an attempt missing from every live heartbeat
+  can never start (the worker's check sees the cancel and drops the message). This
+  needs reads that see every completed write: SQLite gives that, and so do Blob and
+  Table Storage, which are strongly consistent in the primary region
+  (https://docs.microsoft.com/en-us/azure/storage/blobs/concurrency-manage).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Container
+from dataclasses import replace
+
+from dagq.core import engine
+from dagq.core.engine import WorkflowState, dumps, loads
+from dagq.errors import (
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    WorkflowFinished,
+    WorkflowNotFound,
+)
+from dagq.ports import Backend
+from dagq.protocol import names
+from dagq.protocol.cancels import ADMISSION_TTL_S, CANCELS
+from dagq.protocol.messages import ControlAction, ControlMessage
+from dagq.worker.heartbeat import executing_keys
+
+MAX_TRIES = 16
+
+Mutation = Callable[[WorkflowState, float], "engine.Effects | None"]
+
+
+class Control:
+    """Cancel, retry and settle workflows stored in ``backend``."""
+
+    def __init__(self, backend: Backend, clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.backend = backend
+        self.clock = clock
+        self.sleep = sleep
+
+    def cancel(self, workflow_id: str, *, children: tuple[str, ...] = (),
+               settle: bool = True,
+               on_written: Callable[[], object] | None = None) -> WorkflowState:
+        """Cancel the workflow (and the ``children`` workflows, where still active):
+        tasks that have not started are ``cancelled`` and running ones are asked to stop
+        when this returns. Idempotent while it runs; ``WorkflowFinished`` if it already
+        ended. With ``settle`` (the default), waits ``ADMISSION_TTL_S`` once when
+        attempts are in flight and cancels those no worker runs. ``on_written`` is
+        called once the cancels are in the states (e.g. to stop local tasks at once)."""
+        state = self._cancel_one(workflow_id)
+        states = [state]
+        for child in children:
+            with contextlib.suppress(WorkflowFinished, WorkflowNotFound):
+                states.append(self._cancel_one(child))
+        written = time.monotonic()  # after the last cancel write
+        if on_written is not None:
+            on_written()
+        waiting = [s.workflow_id for s in states if engine.stopping_keys(s)]
+        if settle and waiting:
+            self.sleep(max(0.0, written + ADMISSION_TTL_S - time.monotonic()))
+            executing = executing_keys(self.backend.records, self.clock())
+            for wf in waiting:
+                settled = self.settle(wf, executing)
+                if wf == workflow_id and settled is not None:
+                    state = settled
+        return state
+
+    def _cancel_one(self, workflow_id: str) -> WorkflowState:
+        def mutate(state: WorkflowState, now: float) -> engine.Effects | None:
+            if state.is_terminal():
+                raise WorkflowFinished(
+                    f"workflow {workflow_id!r} is already {state.status}: nothing to cancel",
+                    workflow_id, state.status)
+            fx = engine.cancel(state, now)
+            return fx if fx.changed() else None
+
+        self.backend.records.put(CANCELS, workflow_id, {"at": self.clock()})
+        try:
+            state, keys = self._commit(workflow_id, mutate)
+        except WorkflowFinished:
+            self.backend.records.delete(CANCELS, workflow_id)
+            raise
+        self._index(state, cancel_requested=True)
+        self._hand_over(workflow_id, "cancel", keys)
+        return state
+
+    def settle(self, workflow_id: str,
+               executing: Container[str] | None = None) -> WorkflowState | None:
+        """End ``cancelled`` the attempts a cancel waits for that no live worker runs
+        (``executing``: keys from the heartbeats, read here if not given). Call it at
+        least ``ADMISSION_TTL_S`` after the cancel was written. The new state, or None
+        if nothing changed."""
+        try:
+            data, _ = self.backend.states.read(workflow_id)
+        except NotFound:
+            return None
+        waiting = engine.stopping_keys(loads(data))
+        if not waiting:
+            return None
+        if executing is None:
+            executing = executing_keys(self.backend.records, self.clock())
+        if all(k in executing for k in waiting):
+            return None
+        seen = executing
+
+        def mutate(state: WorkflowState, now: float) -> engine.Effects | None:
+            fx = engine.cancel_unstarted(state, now, seen)
+            return fx if fx.changed() else None
+
+        state, keys = self._commit(workflow_id, mutate)
+        self._index(state)
+        self._hand_over(workflow_id, "cancel", keys)
+        return state
+
+    def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
+              request_id: str | None = None) -> tuple[str, WorkflowState]:
+        """Reset failed, upstream-failed and cancelled tasks to ``pending`` (and withdraw
+        a cancel) when this returns; the coordinator decides and dispatches them.
+        Idempotent per ``request_id``; ``WorkflowFinished`` for a completed workflow.
+        ``parent`` re-attaches a child workflow to its parent task's new attempt."""
+        rid = request_id or names.request_id(workflow_id, "retry", uuid.uuid4().hex[:12])
+
+        def mutate(state: WorkflowState, now: float) -> engine.Effects | None:
+            if rid in state.retry_ids:
+                return None
+            if state.status == "completed":
+                raise WorkflowFinished(
+                    f"workflow {workflow_id!r} is already completed: nothing to retry",
+                    workflow_id, state.status)
+            if parent is not None and state.parent is not None:
+                state.parent = replace(state.parent, attempt=parent.attempt)
+            return engine.retry(state, now, rid, dispatch=False)
+
+        state, keys = self._commit(workflow_id, mutate)
+        self._index(state, cancel_requested=False)
+        self.backend.records.delete(CANCELS, workflow_id)
+        self._hand_over(workflow_id, "retry", keys, rid,
+                        parent.attempt if parent is not None else None)
+        return rid, state
+
+    # -- the write ----------------------------------------------------------------------
+    def _commit(self, workflow_id: str, mutate: Mutation) -> tuple[WorkflowState, list[str]]:
+        """Read, mutate, write under the ETag; the state and the new outbox keys."""
+        for _ in range(MAX_TRIES):
+            try:
+                data, etag = self.backend.states.read(workflow_id)
+            except NotFound:
+                raise WorkflowNotFound(f"no workflow with id {workflow_id!r}") from None
+            state = loads(data)
+            before = set(state.outbox)
+            if mutate(state, self.clock()) is None:
+                return state, []
+            try:
+                self.backend.states.replace(workflow_id, dumps(state), etag)
+            except PreconditionFailed:
+                continue  # a coordinator wrote meanwhile: apply to its state
+            return state, [k for k in state.outbox if k not in before]
+        raise StoreError(f"workflow {workflow_id!r} kept changing during {MAX_TRIES} "
+                         "attempts to write it; try again")
+
+    def _index(self, state: WorkflowState, cancel_requested: bool | None = None) -> None:
+        index = self.backend.index
+        try:
+            if cancel_requested is not None:
+                index.request_cancel(state.workflow_id, cancel_requested)
+            index.update_progress(state.workflow_id, status=state.status,
+                                  counts=state.counts(), updated_at=self.clock())
+        except NotFound:
+            pass  # a state without an index row: the coordinator reports it
+
+    def _hand_over(self, workflow_id: str, action: ControlAction, keys: list[str],
+                   request_id: str | None = None, parent_attempt: int | None = None) -> None:
+        """Tell the coordinator: the action is applied; send these outbox entries."""
+        rid = request_id or names.request_id(workflow_id, action, uuid.uuid4().hex[:12])
+        body = ControlMessage(workflow_id, action, rid, parent_attempt, applied=True,
+                              send=tuple(keys)).encode()
+        self.backend.queues.get(names.COMPLETIONS).send(
+            body, message_id=names.control_id(rid, action),
+            session_id=names.session_id(workflow_id))
