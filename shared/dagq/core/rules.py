@@ -6,6 +6,7 @@ on the command line). Each check returns a message saying what is wrong, or None
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -129,7 +130,8 @@ def join_path(prefix: str, key: str) -> str:
 
 
 def _quote(key: str) -> str:
-    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    # JSON string syntax: control characters escaped, read back by yaml_source.locate
+    return json.dumps(key, ensure_ascii=False)
 
 
 def plain_json(value: object, level: int) -> bool:

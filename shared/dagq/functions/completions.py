@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dagq.functions.runtime import Runtime
-from dagq.runtime.coordinator import Applied
+from dagq.runtime.report import Applied
 
 log = logging.getLogger("dagq.functions.coordinator")
 

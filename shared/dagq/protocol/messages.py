@@ -62,6 +62,9 @@ class TaskMessage:
     """Where ``inputs`` were stored when too large to inline."""
     params: dict[str, Any] = field(default_factory=dict)
     """Workflow parameters (from a parent workflow or a schedule)."""
+    payload_ref: OutputRef | None = None
+    """Where ``kwargs``, ``inputs`` and ``params`` were stored together when the message
+    would not fit its queue otherwise (``dagq.protocol.outputs.expand`` brings them back)."""
 
     def encode(self) -> bytes:
         """The message body."""
@@ -73,6 +76,8 @@ class TaskMessage:
         }
         if self.params:
             body["params"] = self.params
+        if self.payload_ref is not None:
+            body["payload_ref"] = ref_to_json(self.payload_ref)
         return _dumps(body)
 
 
@@ -146,8 +151,10 @@ def _dumps(body: dict[str, Any]) -> bytes:
 def _load(data: bytes | str) -> dict[str, Any]:
     try:
         body = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError) as exc:  # also an integer over 4300 digits
         raise BadMessage(f"message is not JSON: {exc}") from None
+    except RecursionError:
+        raise BadMessage("message is nested too deeply to decode") from None
     if not isinstance(body, dict):
         raise BadMessage("message is not a JSON object")
     if body.get("v") != VERSION:
@@ -180,12 +187,14 @@ def decode_task(data: bytes | str) -> TaskMessage:
         raise BadMessage("fields 'kwargs' and 'inputs' must be JSON objects")
     timeout = body.get("timeout_s")
     raw_ref = body.get("inputs_ref")
+    payload = body.get("payload_ref")
     return TaskMessage(
         workflow_id=_str(body, "workflow_id"), task=_str(body, "task"),
         attempt=_attempt(body), key=_str(body, "key"), kwargs=kwargs,
         timeout_s=float(timeout) if isinstance(timeout, int | float) else None,
         inputs=inputs, inputs_ref=ref_from_json(raw_ref) if raw_ref else None,
         params=body.get("params") or {},
+        payload_ref=ref_from_json(payload) if payload else None,
     )
 
 

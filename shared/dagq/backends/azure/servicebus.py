@@ -65,6 +65,10 @@ from dagq.ports import Message
 from dagq.protocol.names import COMPLETIONS
 
 MIN_WAIT = 1.0
+MAX_BODY = 256 * 1024 - 16 * 1024
+"""Largest body sent: a Standard-tier message is at most 256 KiB including its headers
+and properties (https://learn.microsoft.com/azure/service-bus-messaging/service-bus-quotas,
+"Message size for a queue"); 16 KiB are left for dagq's ids and the broker's headers."""
 ID_PROPERTY = "dagq_id"
 _LOST = (MessageLockLostError, SessionLockLostError, MessageAlreadySettled)
 
@@ -108,6 +112,7 @@ class ServiceBusQueue:
 
     def __init__(self, name: str, physical: str, owner: ServiceBusQueues) -> None:
         self.name = name
+        self.max_message_bytes = MAX_BODY
         self._physical = physical
         self._o = owner
         self._sessions = name == COMPLETIONS

@@ -38,6 +38,11 @@ from dagq.errors import NotFound, StoreError
 from dagq.ports import Message
 
 MAX_BODY = 48 * 1024
+"""Largest raw body: a Storage queue message is at most 64 KiB as stored, and dagq stores
+base64 (4 characters per 3 bytes), so 48 KiB raw
+(https://learn.microsoft.com/rest/api/storageservices/put-message: "The message must be
+in a format that can be included in an XML request with UTF-8 encoding ... up to 64 KiB";
+the id frame is dropped when a body leaves no room for it)."""
 PAGE = 32
 NEVER_EXPIRE = -1
 FRAME = b"\x00dagq-id\x00"
@@ -100,6 +105,7 @@ class StorageQueue:
     def __init__(self, name: str, client: QueueClient, guard: Guard, dead: DeadLetters,
                  max_deliveries: int, pool: ThreadPoolExecutor, framed: bool = True) -> None:
         self.name = name
+        self.max_message_bytes = MAX_BODY
         self._framed = framed
         self._client = client
         self._guard = guard
