@@ -11,9 +11,9 @@ import sys
 
 import click
 
-from dagq.cli import batch, files, run, schedule, services, workflows
+from dagq.cli import batch, deadletters, files, run, schedule, services, workflows
 
-COMMAND_MODULES = (batch, files, run, schedule, services, workflows)
+COMMAND_MODULES = (batch, deadletters, files, run, schedule, services, workflows)
 """Modules whose ``COMMANDS`` make up ``dagq``."""
 
 
