@@ -20,6 +20,7 @@ from dagq.ports import Backend, Message
 from dagq.protocol import names
 from dagq.protocol.messages import (
     CompletionMessage,
+    attempt_named_in,
     decode_completion_queue,
     decode_task,
 )
@@ -48,7 +49,8 @@ def stalled(backend: Backend, limit: int = 100) -> list[Stalled]:
     found: list[Stalled] = []
     for queue in backend.queues.names():
         for msg, reason in backend.queues.get(queue).dead_letters(limit=limit):
-            target = _attempt_of(queue, msg.body) or _from_id(queue, msg.id)
+            target = _attempt_of(queue, msg.body) or (
+                names.attempt_of_done_id(msg.id) if queue == names.COMPLETIONS else None)
             if target is not None and _waiting(backend, *target):
                 found.append(Stalled(queue, msg, reason, *target))
     return found
@@ -64,17 +66,7 @@ def _attempt_of(queue: str, body: bytes) -> tuple[str, str, int] | None:
         task = decode_task(body)
         return task.workflow_id, task.task, task.attempt
     except DagqError:
-        return None
-
-
-def _from_id(queue: str, message_id: str) -> tuple[str, str, int] | None:
-    """The attempt named by a worker completion's id ``{workflow}/{task}/{attempt}/done``
-    (for a body too broken to decode)."""
-    if queue != names.COMPLETIONS or not message_id.endswith("/done") or "~" in message_id:
-        return None
-    workflow_id, _, rest = message_id.removesuffix("/done").partition("/")
-    task, _, attempt = rest.rpartition("/")
-    return (workflow_id, task, int(attempt)) if task and attempt.isdigit() else None
+        return attempt_named_in(body)
 
 
 def _waiting(backend: Backend, workflow_id: str, task: str, attempt: int) -> bool:
@@ -120,31 +112,25 @@ def _each(ctx: click.Context, store: str | None, action: str) -> None:
     click.echo(f"{len(items)} stalled attempt(s)", err=True)
 
 
-@deadletters.command("list")
-@store_option
-@click.pass_context
-@handle_errors
-def list_(ctx: click.Context, store: str | None) -> None:
-    """List dead-lettered messages whose attempt is still running."""
-    _each(ctx, store, "list")
+ACTIONS = {
+    "list": "List dead-lettered messages whose attempt is still running.",
+    "redrive": "Send each stalling dead-lettered message again (after fixing its cause).",
+    "fail": "Fail each attempt that a dead-lettered message stalls, so its workflow moves on.",
+}
 
 
-@deadletters.command("redrive")
-@store_option
-@click.pass_context
-@handle_errors
-def redrive_cmd(ctx: click.Context, store: str | None) -> None:
-    """Send each stalling dead-lettered message again (after fixing its cause)."""
-    _each(ctx, store, "redrive")
+def _command(action: str, doc: str) -> None:
+    @store_option
+    @click.pass_context
+    @handle_errors
+    def command(ctx: click.Context, store: str | None) -> None:
+        _each(ctx, store, action)
+
+    deadletters.command(action, help=doc)(command)
 
 
-@deadletters.command("fail")
-@store_option
-@click.pass_context
-@handle_errors
-def fail_cmd(ctx: click.Context, store: str | None) -> None:
-    """Fail each attempt that a dead-lettered message stalls, so its workflow moves on."""
-    _each(ctx, store, "fail")
+for _action, _doc in ACTIONS.items():
+    _command(_action, _doc)
 
 
 COMMANDS = (deadletters,)

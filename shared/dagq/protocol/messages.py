@@ -7,6 +7,7 @@ The wire format is described in docs/architecture.md; decoding is strict and rai
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
@@ -227,6 +228,27 @@ def decode_completion_queue(data: bytes | str) -> CompletionQueueMessage:
         worker=body.get("worker") if isinstance(body.get("worker"), str) else None,
         duration_s=float(duration) if isinstance(duration, int | float) else None,
     )
+
+
+_STR = rb'"(?:[^"\\]|\\.)*"'
+_HEAD = re.compile(rb'\{"v":1,"type":"completion","workflow_id":(' + _STR + rb'),"task":('
+                   + _STR + rb'),"attempt":([1-9][0-9]{0,8}),')
+
+
+def attempt_named_in(data: bytes | str) -> tuple[str, str, int] | None:
+    """``(workflow, task, attempt)`` from the head of a completion that does not decode
+    as a whole (e.g. its output is nested too deeply), if ``encode`` wrote that head."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    match = _HEAD.match(raw[:4096])
+    if match is None:
+        return None
+    try:
+        workflow_id, task = (json.loads(g) for g in match.group(1, 2))
+    except ValueError:
+        return None
+    if not isinstance(workflow_id, str) or not isinstance(task, str):
+        return None
+    return workflow_id, task, int(match.group(3))
 
 
 @dataclass

@@ -122,6 +122,7 @@ class Coordinator:
             log.warning("dead-lettering malformed completion %s: %s", msg.id, reason)
             self.completions.dead_letter(msg, reason)
             self.stats.counts["dead_lettered"] += 1
+            poison.undecodable(self, msg.id, msg.body, reason)
         for wf, items in grouped.groups.items():
             self._handle_group(wf, items)
         return len(msgs)
@@ -141,9 +142,12 @@ class Coordinator:
         trigger settles the messages); the result names the malformed ones and the
         workflows whose write must be retried by redelivery.
         """
-        grouped = decode_and_group(bodies)
+        received = dict(bodies)
+        grouped = decode_and_group(received.items())
         result = Applied(rejected=list(grouped.rejected))
         self.stats.counts["dead_lettered"] += len(grouped.rejected)
+        for message_id, reason in grouped.rejected:
+            poison.undecodable(self, message_id, received[message_id], reason)
         for workflow_id, pairs in grouped.groups.items():
             items = [decoded for _, decoded in pairs]
             if self.commit_group(workflow_id, items) is None:

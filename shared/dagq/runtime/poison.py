@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from dagq.core import engine, values
 from dagq.errors import NotFound
 from dagq.outage import TRANSIENT
-from dagq.protocol.messages import CompletionMessage, CompletionQueueMessage
+from dagq.protocol import names
+from dagq.protocol.messages import CompletionMessage, CompletionQueueMessage, attempt_named_in
 
 if TYPE_CHECKING:
     from dagq.runtime.coordinator import Coordinator, Mutation
@@ -139,3 +140,14 @@ def stored(coord: Coordinator, workflow_id: str) -> bool:
     except NotFound:
         return False
     return True
+
+
+def undecodable(coord: Coordinator, message_id: str, body: bytes | str, reason: str) -> None:
+    """Fail the attempt a malformed completion reported, when its head or its id (a
+    worker's ``done_id``) names it, so that its workflow does not wait for ever."""
+    target = attempt_named_in(body) or names.attempt_of_done_id(message_id)
+    if target is None:
+        return
+    workflow_id, task, attempt = target
+    item = CompletionMessage(workflow_id, task, attempt, success=False)
+    coord.commit_group(workflow_id, [rejected(item, f"its completion is malformed: {reason}")])
