@@ -149,14 +149,15 @@ class Worker:
     # -- slots -------------------------------------------------------------------------
     def _slot(self) -> None:
         backoff = 0.05
+        outage = Outage(f"worker slot on queue {self.queue_name!r}", log)
         while not self._shutdown.is_set():
             try:
                 # the backend long-polls: a message arriving mid-wait is taken at once
                 msgs = self.queue.receive(1, self.settings.visibility_timeout, wait_s=backoff)
-            except DagqError as exc:  # a store hiccup must not cost the worker a slot
-                log.warning("receiving from queue %r failed (retrying): %s", self.queue_name, exc)
-                self._shutdown.wait(max(backoff, 1.0))
+            except DagqError as exc:  # a store outage must not cost the worker a slot
+                self._shutdown.wait(max(outage.failed(exc), 0.5))
                 continue
+            outage.ok()
             if not msgs:
                 backoff = min(backoff * 2, max(self.settings.max_idle_backoff, 0.05))
                 if self._idle_expired():
