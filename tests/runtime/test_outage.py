@@ -15,7 +15,7 @@ from dagq.config import Settings
 from dagq.core.parse import load_definition
 from dagq.errors import StoreUnavailable
 from dagq.outage import Outage
-from dagq.ports import Backend, Queue
+from dagq.ports import Backend, Message, Queue
 from dagq.protocol.messages import decode_task
 from dagq.protocol.outputs import expand
 from dagq.runtime.coordinator import Coordinator
@@ -49,7 +49,7 @@ def test_the_coordinator_backs_off_during_an_outage_and_resumes(
     client = WorkflowClient(backend)
     coord = Coordinator(backend, Settings(idle_poll=0.05), children=client)
     flaky = _Flaky(coord.completions)
-    coord.completions = flaky  # type: ignore[assignment]
+    coord.completions = flaky
     flaky.down.set()
     wf = client.submit(load_definition(ONE)).id
     stop = threading.Event()
@@ -87,7 +87,7 @@ def test_a_task_message_too_large_for_its_queue_is_stored_apart(backend: Backend
     wf = client.submit(defn).id
     coord = Coordinator(backend, Settings(), children=client)
     queue = backend.queues.get("default")
-    msgs = []
+    msgs: list[Message] = []
     deadline = time.monotonic() + 60
     while not msgs and time.monotonic() < deadline:
         coord.step()

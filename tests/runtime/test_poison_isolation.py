@@ -10,6 +10,7 @@ import pytest
 from dagq.cli.deadletters import fail_attempt, stalled
 from dagq.client import WorkflowClient
 from dagq.config import Settings
+from dagq.core import engine
 from dagq.core.parse import load_definition
 from dagq.ports import Backend
 from dagq.protocol import names
@@ -98,7 +99,7 @@ def test_doctor_names_what_a_dead_letter_stalls_and_fail_releases_it(backend: Ba
 def test_a_state_that_cannot_be_written_fails_only_its_workflow(
         backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
     client, coord = _started(backend, "cursed", "fine")
-    real = coordinator_module.dumps
+    real = engine.dumps
 
     def dumps(state: Any) -> bytes:  # injected fault: this one state never encodes
         if state.workflow_id == "cursed":
