@@ -105,7 +105,7 @@ def chaos(kind: str, n: int, kills: int, tmp: Path, emulator: RestartableAzurite
         done = 0
         outage = threading.Thread(target=_outage, args=(d, kind, emulator), daemon=True)
         while done < kills:
-            time.sleep(rng.uniform(0.3, 1.2))
+            time.sleep(rng.uniform(0.2, 0.6))
             if done == kills // 2 and not outage.is_alive() and outage.ident is None:
                 outage.start()
             i = rng.randrange(len(procs))
@@ -114,10 +114,9 @@ def chaos(kind: str, n: int, kills: int, tmp: Path, emulator: RestartableAzurite
             done += 1
             procs[i] = (d.coordinator() if victim.name == "coordinator" else
                         d.worker(concurrency=4))
-            if done % 10 == 0 and _all_terminal(d, ids):
+            if done % 25 == 0 and _all_terminal(d, ids):
                 # everything ended early: more workflows keep the kills meaningful
-                ids += [d.submit(define_mix(d, log), "--id", f"chaos-{len(ids) + k:03d}")
-                        for k in range(4)]
+                ids += d.ok("submit", *[str(define_mix(d, log))] * 4).split()
         outage.join()
         print(f"{done} kills done; waiting for {len(ids)} workflows", file=sys.stderr,
               flush=True)

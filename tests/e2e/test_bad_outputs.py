@@ -4,7 +4,6 @@ the coordinator and worker stay up and an unrelated workflow finishes (real proc
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -48,5 +47,5 @@ def run_bad_outputs(d: Dagq) -> None:
 
 
 @pytest.mark.slow
-def test_unusable_outputs_fail_once_and_harm_nobody_else(dagq: Dagq, tmp_path: Path) -> None:
+def test_unusable_outputs_fail_once_and_harm_nobody_else(dagq: Dagq) -> None:
     run_bad_outputs(dagq)
