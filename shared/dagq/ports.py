@@ -152,6 +152,9 @@ class Queue(Protocol):
     """One message queue with visibility timeouts (task queues, completion queue)."""
 
     name: str
+    max_message_bytes: int
+    """Largest body ``send`` accepts, in bytes as passed (before any transport encoding):
+    senders check a message against it before recording that they will send it."""
 
     def send(
         self, body: bytes, *, delay_s: float = 0.0, message_id: str | None = None,

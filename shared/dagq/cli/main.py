@@ -13,6 +13,7 @@ import click
 
 from dagq.cli import (
     batch,
+    deadletters,
     explain,
     files,
     follow,
@@ -26,8 +27,8 @@ from dagq.cli import (
     workflows,
 )
 
-COMMAND_MODULES = (batch, explain, files, follow, graph, logs, retention, run, schedule,
-                   serve, services, workflows)
+COMMAND_MODULES = (batch, deadletters, explain, files, follow, graph, logs, retention, run,
+                   schedule, serve, services, workflows)
 """Modules whose ``COMMANDS`` make up ``dagq``."""
 
 

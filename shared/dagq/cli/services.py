@@ -13,6 +13,7 @@ import time
 import click
 
 from dagq.cli.common import handle_errors, settings_from, store_option
+from dagq.cli.deadletters import stalled
 from dagq.cli.render import print_table
 from dagq.client import WorkflowClient
 from dagq.errors import MissingRight
@@ -192,6 +193,11 @@ def doctor(ctx: click.Context, stale_pending: float, as_json: bool, store: str |
         dead = backend.queues.get(q).dead_letters(limit=20)
         for msg, reason in dead:
             problem(f"dead-lettered message {msg.id} on {q!r}: {reason}")
+    for item in stalled(backend, queues=list(queue_names)):
+        problem(f"workflow {item.workflow_id} is stalled: task {item.task} "
+                f"attempt {item.attempt} waits for a message dead-lettered on "
+                f"{item.queue!r}; fix: 'dagq deadletters fail' (fail the attempt; "
+                "retries apply) or 'dagq deadletters redrive' (once the cause is gone)")
     from dagq.core import engine
     from dagq.core.engine.codec import loads
 

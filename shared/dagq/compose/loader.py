@@ -7,6 +7,7 @@ coordinator may run far from the submitter's disk.
 
 from __future__ import annotations
 
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
@@ -16,6 +17,8 @@ from dagq.core.parse import load_definition
 from dagq.errors import DefinitionError, Problem
 
 MAX_DEPTH = 8
+MAX_FILE_BYTES = 16 * 1024 * 1024
+"""Largest definition file read (a child workflow file must also be a regular file)."""
 
 
 def load_file(path: str | Path) -> WorkflowDef:
@@ -26,10 +29,17 @@ def load_file(path: str | Path) -> WorkflowDef:
 
 def _load(p: Path, stack: tuple[Path, ...]) -> WorkflowDef:
     try:
-        text = p.read_bytes()
+        if stack and not stat.S_ISREG(p.stat().st_mode):  # a device or FIFO never ends
+            raise DefinitionError([Problem("a child workflow file must be a regular file")],
+                                  source=str(p))
+        with p.open("rb") as f:  # the top file may be a pipe (stdin, <(...)): bounded read
+            text = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         problem = Problem(f"cannot read file: {exc.strerror}")
         raise DefinitionError([problem], source=str(p)) from None
+    if len(text) > MAX_FILE_BYTES:
+        raise DefinitionError([Problem(f"the file is over {MAX_FILE_BYTES} bytes, the most "
+                                       "a definition file may have")], source=str(p))
     fmt: Literal["json"] | None = "json" if p.suffix.lower() == ".json" else None
     try:
         defn = load_definition(text, source=str(p), fmt=fmt)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from yaml.nodes import Node
 
+from dagq.core.hardening import printable
 from dagq.core.model import DEFAULT_QUEUE, SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.rules import describe, join_path
 from dagq.core.transforms import nested_problem
@@ -79,7 +80,7 @@ def load_definition(text: str | bytes, *, source: str | None = None,
     if problems:
         if root is None and json_data is not None:
             root = compose_quietly(text)
-        raise DefinitionError(with_lines(problems, root), source)
+        raise DefinitionError([printable(p) for p in with_lines(problems, root)], source)
     return defn
 
 
@@ -87,7 +88,7 @@ def definition_from_dict(data: Mapping[str, Any], *, source: str | None = None) 
     """Build and validate a definition from plain data; raise ``DefinitionError`` if invalid."""
     defn, problems = _build_checked(data, [])
     if problems:
-        raise DefinitionError(problems, source)
+        raise DefinitionError([printable(p) for p in problems], source)
     return defn
 
 

@@ -94,6 +94,12 @@ def input_spill_name(workflow_id: str, task: str, attempt: int) -> str:
     return f"inputs/{segment(workflow_id)}/{segment(task)}/{attempt}.json"
 
 
+def payload_spill_name(workflow_id: str, task: str, attempt: int) -> str:
+    """Object holding the kwargs, params and inputs of a task message too large to carry
+    even its kwargs inline."""
+    return f"inputs/{segment(workflow_id)}/{segment(task)}/{attempt}.payload.json"
+
+
 def log_name(workflow_id: str, task: str, attempt: int) -> str:
     """Object holding the log of one attempt of a task."""
     return f"logs/{segment(workflow_id)}/{segment(task)}/{attempt}.log"

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from dagq.core import hardening
 from dagq.core.condition import cached_condition
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.name_rules import storage_name_problems
@@ -59,7 +60,11 @@ def validate(defn: WorkflowDef) -> list[Problem]:
 
 def check(defn: WorkflowDef, source: SourceMap, prefix: str = "", depth: int = 0) -> list[Problem]:
     """Problems of ``defn``; field paths start with ``prefix`` (used for sub-workflows)."""
-    return _Checker(defn, source, prefix, depth).run()
+    checker = _Checker(defn, source, prefix, depth)
+    # values no part of dagq can carry are reported alone: the checks below assume text
+    # encodes and numbers convert
+    unusable = hardening.definition_problems(defn, lambda i: checker.path(i, ""), prefix)
+    return [hardening.printable(p) for p in unusable or checker.run()]
 
 
 def _last(where: Where) -> str:
@@ -179,6 +184,8 @@ class _Checker:
         self.number(t.retry_backoff_s, (i, "retry_backoff_s"), name, False)
         self.number(t.retry_backoff_max_s, (i, "retry_backoff_max_s"), name, False)
         self.number(t.delay_s, (i, "delay_s"), name, False)
+        for key, message in hardening.seconds_problems(t):
+            self.add(message, (i, key), name)
         if t.timeout_s is not None:
             self.number(t.timeout_s, (i, "timeout_s"), name, True)
         if t.condition is not None and not isinstance(t.condition, str):
@@ -214,6 +221,8 @@ class _Checker:
                      "not both", (i, "kwargs"), name)
         if "bg_dirsync_to" in kwargs:
             self.check_dirsync(i, kwargs["bg_dirsync_to"], name)
+        for key, message in hardening.process_problems(kwargs):
+            self.add(message, (i, key), name)
         args = kwargs.get("args")
         if "call" in kwargs and args is not None and not isinstance(args, Mapping):
             self.add(f"kwargs.args must be a mapping of keyword arguments, got "

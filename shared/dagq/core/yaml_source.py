@@ -43,6 +43,8 @@ def read_json(text: str, source: str | None, strict: bool) -> tuple[Any, bool] |
         raise DefinitionError([problem], source) from None
     except RecursionError:
         raise DefinitionError([Problem("the JSON is nested too deeply")], source) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise DefinitionError([Problem(f"invalid JSON: {_digits(exc)}")], source) from None
 
 
 def read_yaml(text: str, source: str | None) -> tuple[Node | None, Any, list[Problem]]:
@@ -75,8 +77,17 @@ def read_yaml(text: str, source: str | None) -> tuple[Node | None, Any, list[Pro
     except (yaml.YAMLError, RecursionError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise DefinitionError([Problem(f"invalid YAML: {why}")], source) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise DefinitionError([Problem(f"invalid YAML: {_digits(exc)}")], source) from None
     finally:
         loader.dispose()
+
+
+def _digits(exc: ValueError) -> str:
+    if "digits" in str(exc):
+        return ("an integer has more than 4300 digits (the most dagq reads); write it "
+                "as a string")
+    return str(exc)
 
 
 def compose_quietly(text: str) -> Node | None:

@@ -11,22 +11,29 @@
 
 Store errors propagate too: the host retries, and its own poison handling (Service Bus
 max delivery count, the Storage ``-poison`` queue) stops a message that never succeeds.
+An outage (``dagq.outage.TRANSIENT``) first holds the invocation for a back-off that
+doubles with the delivery count (1 s, 2 s, ... up to ``OUTAGE_HOLD_MAX_S``), so that the
+host's few retries span a store outage of minutes instead of seconds.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dagq.functions.runtime import Runtime
-from dagq.runtime.coordinator import Applied
+from dagq.outage import TRANSIENT
+from dagq.runtime.report import Applied
 
 log = logging.getLogger("dagq.functions.coordinator")
 
 PREVIEW = 200
 """Characters of a poison body shown in the log."""
+OUTAGE_HOLD_MAX_S = 60.0
+"""Longest hold of one invocation during a store outage."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +58,20 @@ PoisonSink = Callable[[Received, str], None]
 
 
 def apply_received(runtime: Runtime, items: Sequence[Received],
-                   poison: PoisonSink | None = None) -> Applied:
+                   poison: PoisonSink | None = None,
+                   sleep: Callable[[float], object] = time.sleep) -> Applied:
     """Apply ``items``; report poison via ``poison``; raise ``RedeliverLater`` if needed."""
     coord = runtime.coordinator()
     try:
         result = coord.apply_messages((m.id, m.body) for m in items)
+    except TRANSIENT as exc:
+        deliveries = max((m.delivery_count for m in items), default=1)
+        hold = min(OUTAGE_HOLD_MAX_S, 2.0 ** (deliveries - 1))
+        log.warning("store unavailable (%s); holding %.0fs before the host retries "
+                    "(delivery %d)", exc, hold, deliveries)
+        sleep(hold)
+        raise
+    try:
         by_id = {m.id: m for m in items}
         for message_id, reason in result.rejected:
             message = by_id[message_id]

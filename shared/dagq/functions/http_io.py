@@ -56,10 +56,11 @@ def read_definition(req: func.HttpRequest, max_bytes: int) -> WorkflowDef:
     """Parse and validate the definition in the request body (YAML or JSON)."""
     body = read_body(req, max_bytes)
     kind = media_type(req)
-    if kind and kind not in MEDIA_TYPES:
+    if kind not in MEDIA_TYPES:
+        given = f"content type {kind!r} is" if kind else "a body without a Content-Type is"
         raise ApiError(415, "unsupported_media_type",
-                       f"content type {kind!r} is not accepted for a workflow definition; "
-                       "send YAML (application/yaml) or JSON (application/json)",
+                       f"{given} not accepted for a workflow definition; send YAML "
+                       "(Content-Type: application/yaml) or JSON (application/json)",
                        sorted(MEDIA_TYPES))
     if not body.strip():
         raise ApiError(400, "empty_body", "the request body is empty; send a workflow "

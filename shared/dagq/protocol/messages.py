@@ -7,6 +7,7 @@ The wire format is described in docs/architecture.md; decoding is strict and rai
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
@@ -62,6 +63,9 @@ class TaskMessage:
     """Where ``inputs`` were stored when too large to inline."""
     params: dict[str, Any] = field(default_factory=dict)
     """Workflow parameters (from a parent workflow or a schedule)."""
+    payload_ref: OutputRef | None = None
+    """Where ``kwargs``, ``inputs`` and ``params`` were stored together when the message
+    would not fit its queue otherwise (``dagq.protocol.outputs.expand`` brings them back)."""
 
     def encode(self) -> bytes:
         """The message body."""
@@ -73,6 +77,8 @@ class TaskMessage:
         }
         if self.params:
             body["params"] = self.params
+        if self.payload_ref is not None:
+            body["payload_ref"] = ref_to_json(self.payload_ref)
         return _dumps(body)
 
 
@@ -155,8 +161,10 @@ def _dumps(body: dict[str, Any]) -> bytes:
 def _load(data: bytes | str) -> dict[str, Any]:
     try:
         body = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError) as exc:  # also an integer over 4300 digits
         raise BadMessage(f"message is not JSON: {exc}") from None
+    except RecursionError:
+        raise BadMessage("message is nested too deeply to decode") from None
     if not isinstance(body, dict):
         raise BadMessage("message is not a JSON object")
     if body.get("v") != VERSION:
@@ -189,12 +197,14 @@ def decode_task(data: bytes | str) -> TaskMessage:
         raise BadMessage("fields 'kwargs' and 'inputs' must be JSON objects")
     timeout = body.get("timeout_s")
     raw_ref = body.get("inputs_ref")
+    payload = body.get("payload_ref")
     return TaskMessage(
         workflow_id=_str(body, "workflow_id"), task=_str(body, "task"),
         attempt=_attempt(body), key=_str(body, "key"), kwargs=kwargs,
         timeout_s=float(timeout) if isinstance(timeout, int | float) else None,
         inputs=inputs, inputs_ref=ref_from_json(raw_ref) if raw_ref else None,
         params=body.get("params") or {},
+        payload_ref=ref_from_json(payload) if payload else None,
     )
 
 
@@ -231,6 +241,27 @@ def decode_completion_queue(data: bytes | str) -> CompletionQueueMessage:
         worker=body.get("worker") if isinstance(body.get("worker"), str) else None,
         duration_s=float(duration) if isinstance(duration, int | float) else None,
     )
+
+
+_STR = rb'"(?:[^"\\]|\\.)*"'
+_HEAD = re.compile(rb'\{"v":1,"type":"completion","workflow_id":(' + _STR + rb'),"task":('
+                   + _STR + rb'),"attempt":([1-9][0-9]{0,8}),')
+
+
+def attempt_named_in(data: bytes | str) -> tuple[str, str, int] | None:
+    """``(workflow, task, attempt)`` from the head of a completion that does not decode
+    as a whole (e.g. its output is nested too deeply), if ``encode`` wrote that head."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    match = _HEAD.match(raw[:4096])
+    if match is None:
+        return None
+    try:
+        workflow_id, task = (json.loads(g) for g in match.group(1, 2))
+    except ValueError:
+        return None
+    if not isinstance(workflow_id, str) or not isinstance(task, str):
+        return None
+    return workflow_id, task, int(match.group(3))
 
 
 @dataclass

@@ -19,7 +19,8 @@ from dagq.core.rules import COMPLETIONS_QUEUE as COMPLETIONS
 from dagq.core.rules import DEADLETTER_QUEUE as DEADLETTER
 from dagq.core.rules import RESERVED_QUEUES
 
-__all__ = ["COMPLETIONS", "DEADLETTER", "MAX_ID_LENGTH", "RESERVED_QUEUES", "bounded",
+__all__ = ["COMPLETIONS", "DEADLETTER", "MAX_ID_LENGTH", "RESERVED_QUEUES",
+           "attempt_of_done_id", "bounded",
            "child_retry_request_id", "control_id", "done_id", "notice_id", "request_id",
            "session_id", "submit_failed_id", "task_message_id"]
 
@@ -50,6 +51,18 @@ def task_message_id(dispatch_key: str) -> str:
 def done_id(dispatch_key: str) -> str:
     """Id of a worker's completion of one dispatch."""
     return bounded(f"{dispatch_key}/done")
+
+
+def attempt_of_done_id(message_id: str) -> tuple[str, str, int] | None:
+    """``(workflow, task, attempt)`` named by a ``done_id`` that was not shortened (how a
+    completion too broken to decode can still be traced to its attempt), else None."""
+    if not message_id.endswith("/done") or len(message_id) >= MAX_ID_LENGTH:
+        return None
+    workflow_id, _, rest = message_id.removesuffix("/done").partition("/")
+    task, _, attempt = rest.rpartition("/")
+    if not (workflow_id and task and attempt.isdigit()):
+        return None
+    return workflow_id, task, int(attempt)
 
 
 def submit_failed_id(dispatch_key: str) -> str:

@@ -12,9 +12,9 @@ import json
 import logging
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dagq.config import Settings
@@ -24,6 +24,7 @@ from dagq.core.engine import WorkflowState, dumps, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef
 from dagq.crashpoints import crash_point
 from dagq.errors import NotFound, PreconditionFailed
+from dagq.outage import TRANSIENT, Outage
 from dagq.ports import Backend, ChildWorkflows, Message
 from dagq.protocol.messages import (
     CompletionMessage,
@@ -33,8 +34,10 @@ from dagq.protocol.messages import (
 )
 from dagq.protocol.names import COMPLETIONS
 from dagq.protocol.outputs import fetch_verified
+from dagq.runtime import poison
 from dagq.runtime.cancels import cascade_cancel, finish_cancels
 from dagq.runtime.dispatch import OutboxSender
+from dagq.runtime.report import Applied, CoordinatorStats
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -48,29 +51,6 @@ CACHE_SIZE = 256
 class _Cached:
     state: WorkflowState
     etag: str
-
-
-@dataclass
-class CoordinatorStats:
-    """What one coordinator did (printed in its summary line)."""
-
-    counts: Counter[str] = field(default_factory=Counter)
-
-    def line(self) -> str:
-        """A one-line summary."""
-        keys = ("completions", "controls", "writes", "conflicts", "dispatched",
-                "duplicates", "resent", "dead_lettered")
-        return ", ".join(f"{k}={self.counts[k]}" for k in keys)
-
-
-@dataclass
-class Applied:
-    """What ``Coordinator.apply_messages`` did with messages a trigger handed over."""
-
-    rejected: list[tuple[str, str]] = field(default_factory=list)
-    """``(message id, reason)`` of malformed messages: never retry them."""
-    unapplied: list[str] = field(default_factory=list)
-    """Workflows whose write kept conflicting: redeliver their messages."""
 
 
 class Coordinator:
@@ -105,14 +85,28 @@ class Coordinator:
             until: Callable[[], bool] | None = None) -> None:
         """Loop until ``stop`` is set or ``until()`` is true; sweeps run on their interval."""
         stop = stop or threading.Event()
+        outage = Outage("coordinator", log)
         while not stop.is_set() and not (until and until()):
-            n = self.step(wait_s=self.settings.idle_poll)
-            now = self.clock()
-            if n == 0:
-                self.flush(now)
-            if now - self._last_sweep >= self.settings.sweep_interval:
-                self.sweep(now)
-        self.flush(float("inf"))  # a clean stop leaves no sent entry behind to be re-sent
+            try:
+                self._round()
+            except Exception as exc:  # an outage or a bug: back off, carry on, never exit
+                if not isinstance(exc, TRANSIENT):
+                    log.exception("coordinator round failed; continuing")
+                stop.wait(outage.failed(exc))
+                continue
+            outage.ok()
+        try:
+            self.flush(float("inf"))  # a clean stop leaves no sent entry behind to re-send
+        except TRANSIENT as exc:
+            log.warning("could not clear sent outbox entries at exit: %s", exc)
+
+    def _round(self) -> None:
+        n = self.step(wait_s=self.settings.idle_poll)
+        now = self.clock()
+        if n == 0:
+            self.flush(now)
+        if now - self._last_sweep >= self.settings.sweep_interval:
+            self.sweep(now)
 
     def step(self, wait_s: float = 0.0) -> int:
         """Receive and apply one batch; returns the number of messages handled."""
@@ -131,15 +125,14 @@ class Coordinator:
             log.warning("dead-lettering malformed completion %s: %s", msg.id, reason)
             self.completions.dead_letter(msg, reason)
             self.stats.counts["dead_lettered"] += 1
+            poison.undecodable(self, msg.id, msg.body, reason)
         for wf, items in grouped.groups.items():
             self._handle_group(wf, items)
         return len(msgs)
 
     def _handle_group(self, workflow_id: str,
                       items: list[tuple[Message, CompletionQueueMessage]]) -> None:
-        decoded = [d for _, d in items]
-        ok = self.commit(workflow_id, lambda state: self._apply(state, decoded),
-                         handoff=_handoff(decoded))
+        ok = self.commit_group(workflow_id, [d for _, d in items])
         if ok is None:
             return  # not acknowledged: redelivery retries
         self.completions.delete_many(m for m, _ in items)
@@ -152,16 +145,31 @@ class Coordinator:
         trigger settles the messages); the result names the malformed ones and the
         workflows whose write must be retried by redelivery.
         """
-        grouped = decode_and_group(bodies)
+        received = dict(bodies)
+        grouped = decode_and_group(received.items())
         result = Applied(rejected=list(grouped.rejected))
         self.stats.counts["dead_lettered"] += len(grouped.rejected)
+        for message_id, reason in grouped.rejected:
+            poison.undecodable(self, message_id, received[message_id], reason)
         for workflow_id, pairs in grouped.groups.items():
             items = [decoded for _, decoded in pairs]
-            if self.commit(workflow_id, self._applier(items), handoff=_handoff(items)) is None:
+            if self.commit_group(workflow_id, items) is None:
                 result.unapplied.append(workflow_id)
         return result
 
-    def _applier(self, items: list[CompletionQueueMessage]) -> Mutation:
+    def commit_group(self, workflow_id: str,
+                     items: list[CompletionQueueMessage]) -> list[engine.Effects] | None:
+        """``commit`` one workflow's messages; a failure other than an outage is isolated
+        to that workflow (``dagq.runtime.poison``), never raised into the batch."""
+        try:
+            return self.commit(workflow_id, self.applier(items), handoff=_handoff(items))
+        except TRANSIENT:
+            raise
+        except Exception as exc:
+            return poison.isolate(self, workflow_id, items, exc)
+
+    def applier(self, items: list[CompletionQueueMessage]) -> Mutation:
+        """The mutation that applies ``items`` to a state."""
         return lambda state: self._apply(state, items)
 
     def _apply(self, state: WorkflowState,
@@ -169,7 +177,7 @@ class Coordinator:
         now = self.clock()
         effects: list[engine.Effects] = []
         batch: list[engine.Completion] = []
-        for item in items:
+        for item in map(poison.screen, items):
             if isinstance(item, CompletionMessage):
                 self.stats.counts["completions"] += 1
                 batch.append(engine.Completion(
@@ -236,7 +244,7 @@ class Coordinator:
                 if from_cache:
                     # another coordinator may have written since: "nothing to do" (and so
                     # acknowledging the messages) must be decided on the stored state
-                    self._evict(workflow_id)
+                    self.forget(workflow_id)
                     continue
                 self._update_index(state, now)
                 for eff in effects:  # a batch of only duplicates changes nothing
@@ -246,10 +254,10 @@ class Coordinator:
                 etag = self.backend.states.replace(workflow_id, dumps(state), cached.etag)
             except PreconditionFailed:
                 self.stats.counts["conflicts"] += 1
-                self._evict(workflow_id)
+                self.forget(workflow_id)
                 continue
             except NotFound:
-                self._evict(workflow_id)
+                self.forget(workflow_id)
                 return []
             self.stats.counts["writes"] += 1
             with self._lock:
@@ -322,7 +330,8 @@ class Coordinator:
             return None
         return _Cached(loads(data), etag)
 
-    def _evict(self, workflow_id: str) -> None:
+    def forget(self, workflow_id: str) -> None:
+        """Drop the cached state of ``workflow_id`` (it may be half-mutated)."""
         with self._lock:
             self._cache.pop(workflow_id, None)
 
@@ -336,7 +345,7 @@ class Coordinator:
                 del self._unflushed[wf]
         for wf in ready:
             if self._sent.get(wf):
-                self.commit(wf, lambda state: [])
+                poison.guarded(self, wf, lambda state: [])
         with self._lock:
             dirty = [s for wf, s in self._index_dirty.items()
                      if now - self._index_seen.get(wf, ((), 0.0))[1]
@@ -354,14 +363,14 @@ class Coordinator:
             not_before = float(row.extra.get("not_before", 0) or 0)
             if now - max(row.updated_at, not_before) < self.settings.stale_pending:
                 continue  # not stale yet (or a delayed child whose start is still due)
-            if self._load(row.id) is None:
+            if not poison.stored(self, row.id):
                 log.warning("workflow %s was never stored (its submitter crashed): failing it",
                             row.id)
                 index.update_progress(row.id, status="failed", counts=row.counts,
                                       updated_at=now)
                 continue
             log.info("starting stale pending workflow %s", row.id)
-            self.commit(row.id, lambda s: [engine.start(s, self.clock())])
+            poison.guarded(self, row.id, lambda s: [engine.start(s, self.clock())])
         grace = self.settings.outbox_grace
         for row in index.query(status="running"):
             with self._lock:
@@ -375,8 +384,9 @@ class Coordinator:
 
     def _repair(self, workflow_id: str, now: float) -> None:
         """Re-send stale outbox entries, expire overdue tasks and decide tasks a retry
-        reset whose control message was lost (no write if none of these)."""
-        self.commit(workflow_id, lambda s: [
+        reset whose control message was lost (no write if none of these); a state that
+        cannot be updated fails its workflow instead of stopping the sweep."""
+        poison.guarded(self, workflow_id, lambda s: [
             engine.expire(s, self.clock(), self.settings.timeout_grace),
             engine.resume(s, self.clock(), resolve=self._resolve)])  # lost retry
 

@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from dagq.compose.factory import resolve_child
@@ -17,6 +18,7 @@ from dagq.core import engine, paths
 from dagq.core.engine.state import WorkflowState
 from dagq.core.model import OutputRef
 from dagq.errors import DagqError, NotFound
+from dagq.outage import TRANSIENT
 from dagq.ports import Backend, ChildWorkflows
 from dagq.protocol import names
 from dagq.protocol.messages import (
@@ -40,14 +42,24 @@ class OutboxSender:
         """Send every entry; returns the keys sent."""
         now = time.time()
         by_queue: dict[str, list[tuple[bytes, float, str | None]]] = {}
+        dispatches: dict[str, list[engine.Dispatch]] = {}
         sent: set[str] = set()
         for entry in entries:
             payload: Any = entry.payload
             if entry.kind == "dispatch":
                 delay = max(0.0, entry.written_at + payload.delay_s - now)
-                body = self.task_message(state, payload)
+                try:
+                    body = self.task_message(state, payload)
+                except TRANSIENT:
+                    raise
+                except Exception as exc:  # e.g. a value no encoder takes: fail that task
+                    self.fail_dispatch(state, payload, f"its task message cannot be built "
+                                                       f"({type(exc).__name__}: {exc})")
+                    sent.add(entry.key)
+                    continue
                 message_id = names.task_message_id(entry.key)
                 by_queue.setdefault(payload.queue, []).append((body, delay, message_id))
+                dispatches.setdefault(payload.queue, []).append(payload)
             elif entry.kind == "child":
                 self.submit_child(state, payload,
                                   max(0.0, entry.written_at + payload.delay_s - now))
@@ -58,8 +70,24 @@ class OutboxSender:
                 continue
             sent.add(entry.key)
         for queue, items in by_queue.items():
-            self.backend.queues.get(queue).send_many(items)
+            try:
+                self.backend.queues.get(queue).send_many(items)
+            except TRANSIENT:
+                raise  # the outbox keeps the entries: they are re-sent after the outage
+            except DagqError as exc:  # refused for good: fail those tasks, not the sender
+                for d in dispatches[queue]:
+                    self.fail_dispatch(state, d, f"queue {queue!r} refused its task "
+                                                 f"message: {exc}")
         return sent
+
+    def fail_dispatch(self, state: WorkflowState, d: engine.Dispatch, why: str) -> None:
+        """Report attempt ``d`` failed because its task message could not be sent."""
+        log.error("%s: %s", d.key, why)
+        body = CompletionMessage(state.workflow_id, d.task, d.attempt, success=False,
+                                 error=f"the task could not be dispatched: {why}").encode()
+        self.backend.queues.get(names.COMPLETIONS).send(
+            body, message_id=names.done_id(d.key),
+            session_id=names.session_id(state.workflow_id))
 
     def task_message(self, state: WorkflowState, d: engine.Dispatch) -> bytes:
         """The encoded task message for dispatch ``d``."""
@@ -71,18 +99,24 @@ class OutboxSender:
             kwargs=dict(tdef.kwargs), timeout_s=d.timeout_s, inputs=inputs,
             params=dict(state.definition.params),
         )
+        limit = self.backend.queues.get(d.queue).max_message_bytes
         body = msg.encode()
-        if len(body) <= MAX_TASK_MESSAGE_BYTES:
+        if len(body) <= min(MAX_TASK_MESSAGE_BYTES, limit):
             return body
-        data = json.dumps(inputs, separators=(",", ":")).encode()
-        name = paths.input_spill_name(state.workflow_id, d.task, d.attempt)
-        md5 = self.backend.outputs.put(name, data)
-        ref = OutputRef(name, md5, len(data))
-        return TaskMessage(
-            workflow_id=msg.workflow_id, task=msg.task, attempt=msg.attempt, key=msg.key,
-            kwargs=msg.kwargs, timeout_s=msg.timeout_s, inputs={}, inputs_ref=ref,
-            params=msg.params,
-        ).encode()
+        spill = paths.input_spill_name(state.workflow_id, d.task, d.attempt)
+        msg = replace(msg, inputs={}, inputs_ref=self._stash(spill, inputs))
+        body = msg.encode()
+        if len(body) <= limit:
+            return body
+        # still too large for this queue (long kwargs or params): store them all apart
+        payload = {"kwargs": msg.kwargs, "inputs": inputs, "params": msg.params}
+        name = paths.payload_spill_name(state.workflow_id, d.task, d.attempt)
+        return replace(msg, kwargs={}, inputs={}, params={}, inputs_ref=None,
+                       payload_ref=self._stash(name, payload)).encode()
+
+    def _stash(self, name: str, value: object) -> OutputRef:
+        data = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        return OutputRef(name, self.backend.outputs.put(name, data), len(data))
 
     def submit_child(self, state: WorkflowState, c: engine.ChildSubmit,
                      delay_s: float = 0.0) -> None:

@@ -22,20 +22,22 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dagq.config import Settings
 from dagq.core import paths
-from dagq.core.model import OutputRef
 from dagq.crashpoints import crash_point
 from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
+from dagq.outage import TRANSIENT, Outage, retrying
 from dagq.ports import Backend, Message
 from dagq.protocol import names
 from dagq.protocol.cancels import prune_cancel_hints
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
-from dagq.protocol.outputs import fetch_verified
+from dagq.protocol.outputs import expand, fetch_verified
+from dagq.worker import publish
 from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import DirSync, parse_spec
@@ -48,9 +50,9 @@ from dagq.worker.processors import Outcome, Processor, TaskContext
 
 log = logging.getLogger("dagq.worker")
 
-INLINE_OUTPUT_LIMIT = 32 * 1024
 RECHECK_S = 0.5
 """Next cancel poll after a hint its workflow's state did not confirm yet."""
+T = TypeVar("T")
 
 
 @dataclass
@@ -170,14 +172,15 @@ class Worker:
     # -- slots -------------------------------------------------------------------------
     def _slot(self) -> None:
         backoff = 0.05
+        outage = Outage(f"worker slot on queue {self.queue_name!r}", log)
         while not self._shutdown.is_set():
             try:
                 # the backend long-polls: a message arriving mid-wait is taken at once
                 msgs = self.queue.receive(1, self.settings.visibility_timeout, wait_s=backoff)
-            except DagqError as exc:  # a store hiccup must not cost the worker a slot
-                log.warning("receiving from queue %r failed (retrying): %s", self.queue_name, exc)
-                self._shutdown.wait(max(backoff, 1.0))
+            except DagqError as exc:  # a store outage must not cost the worker a slot
+                self._shutdown.wait(max(outage.failed(exc), 0.5))
                 continue
+            outage.ok()
             if not msgs:
                 backoff = min(backoff * 2, max(self.settings.max_idle_backoff, 0.05))
                 if self._idle_expired():
@@ -212,6 +215,7 @@ class Worker:
             self.queue.dead_letter(msg, str(exc))
             self.stats["bad_messages"] += 1
             return
+        task = expand(self.backend, task)
         if msg.delivery_count >= self.settings.max_deliveries:
             self._give_up(msg, task)
             return
@@ -291,12 +295,13 @@ class Worker:
             if run.cancelled:
                 outcome = replace(outcome, success=False, stopped=True,
                                   error="cancelled: the workflow was cancelled")
-            completion = self._completion(task, outcome, ctx)
+            completion, body = self._publish(task, outcome, ctx)
             tracker.end(replace(outcome, success=completion.success, error=completion.error),
                         cancelled=run.cancelled)
             crash_point("worker_before_complete")
-            self.completions.send(completion.encode(), message_id=names.done_id(task.key),
-                                  session_id=names.session_id(task.workflow_id))
+            self._until_sent(lambda: self.completions.send(
+                body, message_id=names.done_id(task.key),
+                session_id=names.session_id(task.workflow_id)))
             crash_point("worker_after_complete")
             self.queue.delete(run.end_lease())
             self.stats["cancelled" if run.cancelled else
@@ -377,28 +382,25 @@ class Worker:
         return Outcome(False, "no processor on this worker can run this task "
                               "(it has neither kwargs.cmd nor kwargs.call)")
 
-    def _completion(self, task: TaskMessage, outcome: Outcome,
-                    ctx: TaskContext) -> CompletionMessage:
-        output: Any = None
-        ref: OutputRef | None = None
-        success, error = outcome.success, outcome.error
-        if success and ctx.output_file.exists() and ctx.output_file.stat().st_size > 0:
-            data = ctx.output_file.read_bytes()
-            try:
-                value = json.loads(data)
-            except ValueError as exc:
-                success, error = False, (f"the task's output file ($DAGQ_OUTPUT_FILE) is not "
-                                         f"valid JSON: {exc}; write one JSON value")
-            else:
-                if len(data) <= INLINE_OUTPUT_LIMIT:
-                    output = value
-                else:
-                    name = paths.output_name(task.workflow_id, task.task, task.attempt)
-                    ref = OutputRef(name, self.backend.outputs.put(name, data), len(data))
-        return CompletionMessage(
-            task.workflow_id, task.task, task.attempt, success=success, output=output,
-            output_ref=ref, error=error, worker=self.worker_id,
-        )
+    def _publish(self, task: TaskMessage, outcome: Outcome,
+                 ctx: TaskContext) -> tuple[CompletionMessage, bytes]:
+        limit = self.completions.max_message_bytes
+        args = (task, outcome.success, outcome.error, ctx.output_file, self.worker_id, limit)
+        try:
+            return self._until_sent(lambda: publish.completion(self.backend, *args))
+        except TRANSIENT:
+            raise
+        except Exception as exc:
+            log.exception("%s: could not publish the result", task.key)
+            return publish.completion(self.backend, task, False, (
+                f"the worker could not publish the task's result: {exc!r}"), Path("/"),
+                self.worker_id, limit)
+
+    def _until_sent(self, call: Callable[[], T]) -> T:
+        """``call()``, riding out a store outage for up to ``visibility_timeout`` * 10 s
+        while the monitor keeps the task's message hidden (so the task is not re-run)."""
+        return retrying(call, Outage(f"worker {self.worker_id}", log), self._shutdown.wait,
+                        self.settings.visibility_timeout * 10)
 
     # -- monitor -----------------------------------------------------------------------
     def _monitor(self) -> None:

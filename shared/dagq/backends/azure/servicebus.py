@@ -60,13 +60,17 @@ from azure.servicebus.management import ServiceBusAdministrationClient
 from dagq.backends.azure.errors import Guard, manage_right
 from dagq.backends.azure.naming import StoreNames
 from dagq.backends.azure.transport import Plumbing
-from dagq.core.limits import service_bus_id_problem
+from dagq.core.limits import SERVICE_BUS_STANDARD_MESSAGE_BYTES, service_bus_id_problem
 from dagq.errors import DagqError, NotFound, StoreError, StoreUnavailable
 from dagq.ports import Message
 from dagq.protocol.names import COMPLETIONS
 from dagq.protocol.names import session_id as workflow_session
 
 MIN_WAIT = 1.0
+MAX_BODY = SERVICE_BUS_STANDARD_MESSAGE_BYTES - 16 * 1024
+"""Largest body sent: a Standard-tier message is at most 256 KiB including its headers
+and properties (``dagq.core.limits``); 16 KiB are left for dagq's ids and the broker's
+headers."""
 ID_PROPERTY = "dagq_id"
 _LOST = (MessageLockLostError, SessionLockLostError, MessageAlreadySettled)
 
@@ -113,6 +117,7 @@ class ServiceBusQueue:
 
     def __init__(self, name: str, physical: str, owner: ServiceBusQueues) -> None:
         self.name = name
+        self.max_message_bytes = MAX_BODY
         self._physical = physical
         self._o = owner
         self._sessions = name == COMPLETIONS

@@ -101,6 +101,7 @@ class StorageQueue:
     def __init__(self, name: str, client: QueueClient, guard: Guard, dead: DeadLetters,
                  max_deliveries: int, pool: ThreadPoolExecutor, framed: bool = True) -> None:
         self.name = name
+        self.max_message_bytes = MAX_BODY
         self._framed = framed
         self._client = client
         self._guard = guard

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dagq.backends.sqlite.db import SqliteDb
-from dagq.errors import NotFound
+from dagq.errors import NotFound, StoreError
 from dagq.ports import Message, RequestStats
 from dagq.protocol.names import COMPLETIONS
 
@@ -63,12 +63,19 @@ def _message(row: tuple[Any, ...]) -> Message:
     )
 
 
+MAX_BODY = 16 * 1024 * 1024
+"""Largest body: SQLite itself stores up to 1 GB per value, but every message is read
+whole by a receiver; 16 MiB keeps one message far from memory trouble while taking any
+task message that the Azure queues would take."""
+
+
 class SqliteQueue:
     """One logical queue (rows of ``messages`` with ``queue = name``)."""
 
     def __init__(self, name: str, db: SqliteDb, stats: RequestStats, *, max_deliveries: int,
                  dedup_window_s: float, poll_interval_s: float) -> None:
         self.name = name
+        self.max_message_bytes = MAX_BODY
         self._db = db
         self._stats = stats
         self._max = max_deliveries
@@ -81,6 +88,7 @@ class SqliteQueue:
         """Enqueue ``body`` visible after ``delay_s``; a live or recently deleted
         ``message_id`` makes this a no-op. ``session_id`` is accepted and ignored."""
         self._stats.add("queue.send")
+        self._fits(body)
         now = time.time()
         self._db.execute(
             _SEND, (self.name, message_id, body, now + delay_s, now, now - self._window)
@@ -90,11 +98,17 @@ class SqliteQueue:
         """Send ``(body, delay_s, message_id)`` items in one transaction."""
         self._stats.add("queue.send_many")
         now = time.time()
-        rows = [(self.name, mid, body, now + delay, now, now - self._window)
+        rows = [(self.name, mid, self._fits(body), now + delay, now, now - self._window)
                 for body, delay, mid in items]
         if rows:
             with self._db.write() as conn:
                 conn.executemany(_SEND, rows)
+
+    def _fits(self, body: bytes) -> bytes:
+        if len(body) > MAX_BODY:
+            raise StoreError(f"a message of {len(body)} bytes does not fit queue "
+                             f"{self.name!r}: the embedded store takes at most {MAX_BODY}")
+        return body
 
     def receive(self, max_messages: int, visibility_timeout_s: float,
                 wait_s: float = 0.0) -> list[Message]:

@@ -1,0 +1,145 @@
+"""Definition values that would pass a type check but break something later, caught early.
+
+Validation calls these so that such a definition is refused with a problem naming the
+field and the rule, instead of being stored and failing (or crashing) at run time:
+
+- text that is not valid UTF-8 (lone surrogates) anywhere, integers of more than 4300
+  digits anywhere, control characters in mapping keys;
+- durations beyond ``MAX_SECONDS`` (``1e400`` parses as infinity; ``1e300`` overflows
+  every clock);
+- what a process can never be started with: NUL bytes in ``cmd``, ``cwd`` or ``env``,
+  and environment variable names that are empty or contain ``=``.
+
+``printable`` makes a problem safe to print or send as JSON whatever text it quotes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from dagq.core import values
+from dagq.core.rules import join_path
+from dagq.errors import Problem
+
+MAX_SECONDS = 10 * 365 * 24 * 3600
+"""Longest duration accepted in ``timeout_s``, ``delay_s`` and the retry back-off (10 years)."""
+MAX_ITEMS = 1_000_000
+"""Most values walked in one definition."""
+MAX_LEVELS = values.MAX_DEPTH + 8
+"""Deepest level walked (a definition's own levels above its kwargs, plus their limit)."""
+SECONDS_FIELDS = ("timeout_s", "delay_s", "retry_backoff_s", "retry_backoff_max_s")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def value_problems(root: object, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """``(path, message)`` for text, numbers and keys under ``root`` that dagq cannot
+    carry. Walks mappings, lists and (frozen) dataclasses without recursion."""
+    stack: list[tuple[object, str, int]] = [(root, prefix, 0)]
+    seen = 0
+    while stack:
+        item, where, level = stack.pop()
+        seen += 1
+        if level > MAX_LEVELS:
+            continue  # too deep (or cyclic): the nesting rule of kwargs/params reports it
+        if seen > MAX_ITEMS:
+            yield where, "the definition is too large"
+            return
+        if isinstance(item, str):
+            if (why := values.string_problem(item)) is not None:
+                yield where, f"the text {why}"
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if (why := values.int_problem(item)) is not None:
+                yield where, f"the number {why}"
+        elif isinstance(item, Mapping):
+            for key, sub in item.items():
+                if isinstance(key, str):
+                    if (why := values.string_problem(key)) is not None:
+                        yield where, f"a key {why}"
+                        continue
+                    if (bad := _CONTROL.search(key)) is not None:
+                        yield where, (f"the key {key!r} contains the control character "
+                                      f"U+{ord(bad.group()):04X}; keys must be printable")
+                        continue
+                stack.append((sub, join_path(where, str(key)), level + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((sub, f"{where}[{i}]", level + 1) for i, sub in enumerate(item))
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            for f in dataclasses.fields(item):
+                stack.append((getattr(item, f.name), join_path(where, f.name), level + 1))
+
+
+def definition_problems(defn: Any, task_path: Callable[[int], str],
+                        prefix: str = "") -> list[Problem]:
+    """``value_problems`` of a whole definition: its own fields, then each task's (paths
+    of tasks from ``task_path(index)``)."""
+    found: list[Problem] = []
+    for f in dataclasses.fields(defn):
+        if f.name != "tasks":
+            found += [Problem(m, field=w)
+                      for w, m in value_problems(getattr(defn, f.name), prefix + f.name)]
+    tasks = defn.tasks if isinstance(defn.tasks, list | tuple) else ()
+    for i, task in enumerate(tasks):
+        name = getattr(task, "name", None)
+        owner = name if isinstance(name, str) and values.string_problem(name) is None else None
+        found += [Problem(m, task=owner, field=w)
+                  for w, m in value_problems(task, task_path(i))]
+    return found
+
+
+def seconds_problems(task: Any) -> Iterator[tuple[str, str]]:
+    """``(field, message)`` for each duration of ``task`` over ``MAX_SECONDS``."""
+    for name in SECONDS_FIELDS:
+        value = getattr(task, name, None)
+        if isinstance(value, int | float) and not isinstance(value, bool) \
+                and _too_long(value):
+            yield name, (f"{name} must be at most {MAX_SECONDS} seconds (10 years), got "
+                         f"{value if isinstance(value, float) else 'a huge integer'}")
+
+
+def _too_long(value: float) -> bool:
+    try:
+        return math.isfinite(value) and value > MAX_SECONDS
+    except OverflowError:  # an int too large for a float
+        return True
+
+
+def process_problems(kwargs: Mapping[str, object]) -> Iterator[tuple[str, str]]:
+    """``(field, message)`` for ``cmd``/``cwd``/``env`` values no process can be given."""
+    cmd = kwargs.get("cmd")
+    parts = cmd if isinstance(cmd, list) else [cmd]
+    if any(isinstance(p, str) and "\x00" in p for p in parts):
+        yield "kwargs.cmd", "kwargs.cmd contains a NUL byte, which no command line can hold"
+    cwd = kwargs.get("cwd")
+    if isinstance(cwd, str) and "\x00" in cwd:
+        yield "kwargs.cwd", "kwargs.cwd contains a NUL byte, which no path can hold"
+    env = kwargs.get("env")
+    if not isinstance(env, Mapping):
+        return
+    for name, value in env.items():
+        if not isinstance(name, str):
+            continue
+        if not name or "=" in name or "\x00" in name:
+            yield "kwargs.env", (f"environment variable name {name!r} is not allowed: names "
+                                 "must be non-empty and contain neither '=' nor NUL")
+        if isinstance(value, str) and "\x00" in value:
+            yield "kwargs.env", (f"kwargs.env.{name} contains a NUL byte, which no "
+                                 "environment variable can hold")
+
+
+def printable(problem: Problem) -> Problem:
+    """``problem`` with any text that is not valid UTF-8 escaped (``\\udXXX``)."""
+    parts = (problem.message, problem.task, problem.field)
+    if all(p is None or values.string_problem(p) is None for p in parts):
+        return problem
+    return dataclasses.replace(problem, message=_escape(problem.message),
+                               task=_escape(problem.task), field=_escape(problem.field))
+
+
+def _escape(text: str | None) -> Any:
+    if text is None:
+        return None
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
