@@ -27,13 +27,14 @@ from typing import Any
 from dagq.config import Settings
 from dagq.core.model import OutputRef
 from dagq.crashpoints import crash_point
-from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
+from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable
 from dagq.ports import Backend, Message
 from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
 from dagq.protocol.outputs import fetch_verified
+from dagq.worker import claims
 from dagq.worker.builtin import default_processors
-from dagq.worker.dirsync import DirSync, dir_prefix, parse_spec
+from dagq.worker.dirsync import finish_task_sync, start_task_sync
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.processors import Outcome, Processor, TaskContext
@@ -101,6 +102,8 @@ class Worker:
         self._last_active = time.monotonic()
         self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name,
                                    settings.heartbeat_interval)
+        self.claims = claims.Claims(backend.records, self.worker_id, self.heartbeat.started_at,
+                                    settings.heartbeat_interval)
         self.dirsync_interval = settings.dirsync_interval
         self._task_env = task_env(settings)
 
@@ -112,6 +115,7 @@ class Worker:
             signal.signal(signal.SIGINT, lambda *_: self.shutdown())
         started = time.monotonic()
         prune(self.backend.records, time.time())
+        claims.prune(self.backend.records, time.time())
         self.heartbeat.beat(self.running_tasks())
         slots = [threading.Thread(target=self._slot, name=f"dagq-slot-{i}", daemon=True)
                  for i in range(self.concurrency)]
@@ -137,13 +141,14 @@ class Worker:
 
     def summary(self) -> str:
         """One line: tasks by outcome."""
-        keys = ("succeeded", "failed", "cancelled", "released", "bad_messages")
+        keys = ("succeeded", "failed", "cancelled", "released", "bad_messages",
+                "duplicates_dropped")
         return ", ".join(f"{k}={self.stats[k]}" for k in keys)
 
     def running_tasks(self) -> list[str]:
-        """Keys of the tasks running now."""
+        """Keys of the tasks running now (and of claims not yet given back)."""
         with self._lock:
-            return sorted(self._running)
+            return sorted({*self._running, *self.claims.pending()})
 
     # -- slots -------------------------------------------------------------------------
     def _slot(self) -> None:
@@ -190,6 +195,13 @@ class Worker:
             self.queue.dead_letter(msg, str(exc))
             self.stats["bad_messages"] += 1
             return
+        claimed = claims.admit(self.claims, self.queue, self.backend.states, msg, task,
+                               running_here=task.key in self.running_tasks(), stats=self.stats,
+                               stopping=self._shutdown,
+                               visibility_s=self.settings.visibility_timeout)
+        if claimed is None:
+            return
+        msg = claimed
         if msg.delivery_count >= self.settings.max_deliveries:
             self._give_up(msg, task)
             return
@@ -200,6 +212,9 @@ class Worker:
             self._running[task.key] = run
         try:
             self._execute(run)
+        except BaseException:  # let another worker (or this one) run it again
+            self.claims.give_back(task.key)
+            raise
         finally:
             with self._lock:
                 self._running.pop(task.key, None)
@@ -233,13 +248,15 @@ class Worker:
                 ctx = self._context(run, workdir, gpus, resolve=False)
                 outcome = Outcome(False, f"could not prepare the task's inputs: {exc}")
             else:
-                sync = self._start_dirsync(task)
+                sync = start_task_sync(self.backend.outputs, task.kwargs, task.workflow_id,
+                                       task.task, task.key, self.dirsync_interval)
                 try:
                     outcome = self._run_processor(ctx)
                 finally:
                     if sync is not None:
-                        self._finish_dirsync(sync)
+                        finish_task_sync(sync, self.stats)
             if outcome.stopped and self._shutdown.is_set() and not run.cancelled:
+                self.claims.give_back(task.key)
                 self.queue.release(run.end_lease())
                 self.stats["released"] += 1
                 log.info("released %s for another worker (shutting down)", task.key)
@@ -290,31 +307,6 @@ class Worker:
             ref = ref_from_json(value)
             out[name] = json.loads(fetch_verified(self.backend, ref)) if ref else value
         return out
-
-    def _start_dirsync(self, task: TaskMessage) -> DirSync | None:
-        """A started ``DirSync`` if the task asks for one (a bad spec is logged, not fatal)."""
-        value = task.kwargs.get("bg_dirsync_to")
-        if value is None:
-            return None
-        cwd = task.kwargs.get("cwd")
-        try:
-            spec = parse_spec(value, task=task.task, cwd=str(cwd) if cwd else None,
-                              default_every=self.dirsync_interval)
-        except TaskError as exc:
-            log.error("%s: not syncing a directory: %s", task.key, exc)
-            return None
-        sync = DirSync(self.backend.outputs, spec.path, dir_prefix(task.workflow_id, spec.name),
-                       spec.every_s, label=task.key)
-        sync.start()
-        return sync
-
-    def _finish_dirsync(self, sync: DirSync) -> None:
-        sync.stop()
-        self.stats["dirsync_uploads"] += sync.uploads
-        self.stats["dirsync_unchanged"] += sync.unchanged
-        self.stats["dirsync_errors"] += sync.errors
-        log.info("dirsync %s -> %s: %d file(s) uploaded, %d unchanged, %d failed round(s)",
-                 sync.local, sync.prefix, sync.uploads, sync.unchanged, sync.errors)
 
     def _run_processor(self, ctx: TaskContext) -> Outcome:
         for proc in self.processors:
@@ -369,6 +361,7 @@ class Worker:
                     self._check_cancel(r)
             if now >= next_beat:
                 next_beat = now + self.heartbeat.interval
+                self.claims.retry()
                 self.heartbeat.beat(self.running_tasks())
 
     def _extend(self, r: _Running, now: float) -> None:
