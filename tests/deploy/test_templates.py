@@ -146,9 +146,9 @@ def test_worker_pods_run_non_root_on_a_read_only_root(name: str) -> None:
 def test_probes_run_the_worker_check_and_the_image_is_pinned(name: str) -> None:
     worker = _worker(DEPLOYMENTS[name])
     assert _env(worker)["DAGQ_WORKER_QUEUE"]
-    for probe in ("livenessProbe", "readinessProbe"):
+    for probe, flag in (("livenessProbe", "--check"), ("readinessProbe", "--ready")):
         command = " ".join(worker[probe]["exec"]["command"])
-        assert 'dagq worker "$DAGQ_WORKER_QUEUE" --check' in command, f"{name} {probe}"
+        assert f'dagq worker "$DAGQ_WORKER_QUEUE" {flag}' in command, f"{name} {probe}"
     assert DIGEST.search(worker["image"]), f"{name}: image not pinned by digest"
 
 

@@ -19,6 +19,7 @@ from dagq.ports import Backend
 from dagq.protocol.names import COMPLETIONS
 from dagq.runtime.coordinator import Coordinator
 from dagq.wiring import backend_from_settings
+from dagq.worker import liveness
 from dagq.worker.builtin import default_processors, load_processor
 from dagq.worker.heartbeat import check_local, live_workers
 from dagq.worker.runtime import Worker
@@ -99,22 +100,31 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
 @click.option("--gpus", default=None, help="GPU ids to use, e.g. 0,1,2,3 (default: detected).")
 @click.option("--processor", "processors", multiple=True, metavar="MODULE:CLASS",
               help="Custom processor tried before the built-in ones (repeatable).")
-@click.option("--check", is_flag=True, help="Exit 0 if a worker for QUEUE on this host is alive.")
+@click.option("--check", is_flag=True,
+              help="Liveness: exit 0 if this host's worker for QUEUE is alive (local file only).")
+@click.option("--ready", is_flag=True,
+              help="Readiness: exit 0 if this host's worker for QUEUE has a fresh heartbeat "
+                   "in the store and healthy GPUs.")
 @store_option
 @click.pass_context
 @handle_errors
 def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float | None,
            max_idle_backoff: float | None, cancel_poll_interval: float | None,
            kill_timeout: float | None, gpus_per_task: int, gpus: str | None,
-           processors: tuple[str, ...], check: bool, store: str | None) -> None:
+           processors: tuple[str, ...], check: bool, ready: bool, store: str | None) -> None:
     """Run tasks from QUEUE until SIGTERM (running tasks are released to other workers)."""
     settings = settings_from(ctx, store, max_idle_backoff=max_idle_backoff,
                              cancel_poll_interval=cancel_poll_interval,
                              kill_timeout=kill_timeout)
+    if check:  # never touches the store: a storage outage must not restart workers
+        ok, why = liveness.check(liveness.liveness_path(queue, settings.store), time.time())
+        click.echo(why, err=True)
+        sys.exit(0 if ok else 1)
     backend = backend_from_settings(settings)
-    if check:
+    if ready:
         ok = check_local(backend.records, queue, time.time(), settings.heartbeat_interval)
-        click.echo("healthy" if ok else f"no live worker for {queue!r} on this host", err=True)
+        click.echo("ready" if ok else f"no live, healthy worker for {queue!r} on this host",
+                   err=True)
         sys.exit(0 if ok else 1)
     procs = [load_processor(p) for p in processors] + default_processors()
     w = Worker(backend, settings, queue, concurrency=concurrency, processors=procs,

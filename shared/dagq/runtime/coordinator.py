@@ -22,7 +22,7 @@ from dagq.core import engine
 from dagq.core.engine import WorkflowState, dumps, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef
 from dagq.crashpoints import crash_point
-from dagq.errors import NotFound, PreconditionFailed
+from dagq.errors import NotFound, PreconditionFailed, StoreUnavailable
 from dagq.ports import Backend, ChildWorkflows, Message
 from dagq.protocol.messages import (
     CompletionMessage,
@@ -103,12 +103,16 @@ class Coordinator:
         """Loop until ``stop`` is set or ``until()`` is true; sweeps run on their interval."""
         stop = stop or threading.Event()
         while not stop.is_set() and not (until and until()):
-            n = self.step(wait_s=self.settings.idle_poll)
-            now = self.clock()
-            if n == 0:
-                self.flush(now)
-            if now - self._last_sweep >= self.settings.sweep_interval:
-                self.sweep(now)
+            try:
+                n = self.step(wait_s=self.settings.idle_poll)
+                now = self.clock()
+                if n == 0:
+                    self.flush(now)
+                if now - self._last_sweep >= self.settings.sweep_interval:
+                    self.sweep(now)
+            except StoreUnavailable as exc:  # an outage is waited out, never fatal
+                log.warning("store unavailable (retrying in 1 s): %s", exc)
+                stop.wait(1.0)
         self.flush(float("inf"))  # a clean stop leaves no sent entry behind to be re-sent
 
     def step(self, wait_s: float = 0.0) -> int:

@@ -37,6 +37,7 @@ from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import finish_task_sync, start_task_sync
 from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
+from dagq.worker.liveness import Liveness, liveness_path
 from dagq.worker.processors import Outcome, Processor, TaskContext
 from dagq.worker.taskenv import task_env
 
@@ -105,6 +106,7 @@ class Worker:
         self.claims = claims.Claims(backend.records, self.worker_id, self.heartbeat.started_at,
                                     settings.heartbeat_interval)
         self.dirsync_interval = settings.dirsync_interval
+        self.liveness = Liveness(liveness_path(queue_name, settings.store), self.worker_id)
         self._task_env = task_env(settings)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -122,12 +124,14 @@ class Worker:
         monitor = threading.Thread(target=self._monitor, name="dagq-monitor", daemon=True)
         for t in [*slots, monitor]:
             t.start()
+        self.liveness.watch([*slots, monitor])
         for t in slots:
             t.join()
         self._shutdown.set()
         self._slots_done.set()
         monitor.join(timeout=5)
         self.heartbeat.stop()
+        self.liveness.stop()
         log.info("worker %s stopped after %.1fs: %s", self.worker_id,
                     time.monotonic() - started, self.summary())
         return 0
