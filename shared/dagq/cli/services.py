@@ -165,6 +165,12 @@ def doctor(ctx: click.Context, stale_pending: float, store: str | None) -> None:
              f"{now - float(str(w['last_seen'])):.0f}s ago"]
             for q, ws in sorted(workers.items()) for w in ws]
     print_table(["queue", "worker", "running", "last seen"], rows) if rows else click.echo("  none")
+    for q, ws in sorted(workers.items()):
+        for w in ws:
+            if w.get("health"):
+                problems += 1
+                click.echo(f"PROBLEM worker {w['id']} on {q!r} is unhealthy and takes no work: "
+                           f"{w['health']}")
     for q in sorted(set(backend.queues.names()) - {COMPLETIONS}):
         waiting = backend.queues.get(q).approximate_count()
         if waiting and q not in workers:

@@ -32,12 +32,12 @@ from dagq.ports import Backend, Message
 from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
 from dagq.protocol.outputs import fetch_verified
-from dagq.worker import claims
+from dagq.worker import claims, gpu, preemption
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import finish_task_sync, start_task_sync
-from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.liveness import Liveness, liveness_path
+from dagq.worker.poison import give_up
 from dagq.worker.processors import Outcome, Processor, TaskContext
 from dagq.worker.taskenv import task_env
 
@@ -87,9 +87,9 @@ class Worker:
         self.queue = backend.queues.get(queue_name)
         self.completions = backend.queues.get(names.COMPLETIONS)
         self.processors = processors or default_processors()
-        self.gpu_pool = GpuPool(gpus_per_task, gpus) if gpus_per_task > 0 else None
-        if self.gpu_pool is not None:
-            concurrency = min(concurrency, self.gpu_pool.slots)
+        self.gpus_per_task = gpus_per_task
+        self.gpu_pool = gpu.worker_pool(gpus_per_task, gpus, concurrency)
+        self.gpu_health = gpu.HealthGate(self.gpu_pool, settings.gpu_health_interval)
         self.concurrency = max(1, concurrency)
         self.idle_timeout = idle_timeout
         self.log_dir = log_dir or Path(tempfile.gettempdir()) / "dagq-logs"
@@ -103,6 +103,7 @@ class Worker:
         self._last_active = time.monotonic()
         self.heartbeat = Heartbeat(backend.records, self.worker_id, queue_name,
                                    settings.heartbeat_interval)
+        self.heartbeat.health = self.gpu_health.problem
         self.claims = claims.Claims(backend.records, self.worker_id, self.heartbeat.started_at,
                                     settings.heartbeat_interval)
         self.dirsync_interval = settings.dirsync_interval
@@ -125,6 +126,8 @@ class Worker:
         for t in [*slots, monitor]:
             t.start()
         self.liveness.watch([*slots, monitor])
+        notices = preemption.watch(self.settings.scheduled_events_url, self.settings.vm_name,
+                                   self.settings.kill_timeout, self.shutdown)
         for t in slots:
             t.join()
         self._shutdown.set()
@@ -132,6 +135,8 @@ class Worker:
         monitor.join(timeout=5)
         self.heartbeat.stop()
         self.liveness.stop()
+        if notices is not None:
+            notices.stop()
         log.info("worker %s stopped after %.1fs: %s", self.worker_id,
                     time.monotonic() - started, self.summary())
         return 0
@@ -158,6 +163,8 @@ class Worker:
     def _slot(self) -> None:
         backoff = 0.05
         while not self._shutdown.is_set():
+            if self.gpu_health.blocked(self._shutdown):
+                continue
             try:
                 # the backend long-polls: a message arriving mid-wait is taken at once
                 msgs = self.queue.receive(1, self.settings.visibility_timeout, wait_s=backoff)
@@ -207,7 +214,8 @@ class Worker:
             return
         msg = claimed
         if msg.delivery_count >= self.settings.max_deliveries:
-            self._give_up(msg, task)
+            give_up(self.queue, self.completions, msg, task, self.worker_id,
+                    self.settings.max_deliveries, self.stats)
             return
         run = _Running(msg, task, hidden_until=time.monotonic()
                        + self.settings.visibility_timeout,
@@ -223,34 +231,19 @@ class Worker:
             with self._lock:
                 self._running.pop(task.key, None)
 
-    def _give_up(self, msg: Message, task: TaskMessage) -> None:
-        """Fail an attempt whose message keeps coming back without a result (its workers
-        died each time, e.g. killed for memory): report it instead of letting the queue
-        dead-letter it, which would leave the workflow waiting for ever."""
-        error = (f"attempt {task.attempt} was delivered {msg.delivery_count} times without "
-                 "finishing (the worker running it died or was killed each time; "
-                 f"DAGQ_MAX_DELIVERIES={self.settings.max_deliveries})")
-        log.warning("failing %s: %s", task.key, error)
-        completion = CompletionMessage(task.workflow_id, task.task, task.attempt,
-                                       success=False, error=error, worker=self.worker_id)
-        self.completions.send(completion.encode(), message_id=names.done_id(task.key),
-                              session_id=names.session_id(task.workflow_id))
-        self.queue.delete(msg)
-        self.stats["failed"] += 1
-        self.stats["poisoned"] += 1
-
     def _execute(self, run: _Running) -> None:
         task = run.task
         workdir = Path(tempfile.mkdtemp(prefix="dagq-task-"))
-        gpus = self.gpu_pool.acquire() if self.gpu_pool else None
+        gpus: list[str] | None = None
         try:
             try:
+                gpus = gpu.take(self.gpu_pool, task.kwargs, self.gpus_per_task)
                 ctx = self._context(run, workdir, gpus)
             except StoreUnavailable:
                 raise
             except DagqError as exc:  # e.g. a corrupt or missing upstream output
                 ctx = self._context(run, workdir, gpus, resolve=False)
-                outcome = Outcome(False, f"could not prepare the task's inputs: {exc}")
+                outcome = Outcome(False, f"could not prepare the task: {exc}")
             else:
                 sync = start_task_sync(self.backend.outputs, task.kwargs, task.workflow_id,
                                        task.task, task.key, self.dirsync_interval)
@@ -276,7 +269,7 @@ class Worker:
             self.stats["cancelled" if run.cancelled else
                        "succeeded" if completion.success else "failed"] += 1
         finally:
-            if gpus is not None and self.gpu_pool is not None:
+            if gpus and self.gpu_pool is not None:
                 self.gpu_pool.release(gpus)
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -295,6 +288,7 @@ class Worker:
         })
         if gpus is not None:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+            env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         safe = task.key.replace("/", "__")
         return TaskContext(
             message=task, env=env, workdir=workdir, output_file=output_file,
