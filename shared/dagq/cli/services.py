@@ -87,6 +87,8 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
 @click.argument("queue", envvar="DAGQ_WORKER_QUEUE")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               envvar="DAGQ_WORKER_CONCURRENCY", help="Tasks run at once.")
+@click.option("--max-tasks", type=click.IntRange(min=1), default=None, envvar="DAGQ_MAX_TASKS",
+              help="Exit after handling this many messages (e.g. 1 in a Kubernetes Job).")
 @click.option("--idle-timeout", type=float, default=None, envvar="DAGQ_IDLE_TIMEOUT",
               help="Exit after this many idle seconds [DAGQ_IDLE_TIMEOUT, never].")
 @click.option("--max-idle-backoff", type=float, default=None,
@@ -108,7 +110,8 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
 @store_option
 @click.pass_context
 @handle_errors
-def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float | None,
+def worker(ctx: click.Context, queue: str, concurrency: int, max_tasks: int | None,
+           idle_timeout: float | None,
            max_idle_backoff: float | None, cancel_poll_interval: float | None,
            kill_timeout: float | None, gpus_per_task: int, gpus: str | None,
            processors: tuple[str, ...], check: bool, ready: bool, store: str | None) -> None:
@@ -130,7 +133,7 @@ def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float
     w = Worker(backend, settings, queue, concurrency=concurrency, processors=procs,
                gpus_per_task=gpus_per_task,
                gpus=[g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
-               idle_timeout=idle_timeout)
+               idle_timeout=idle_timeout, max_tasks=max_tasks)
     click.echo(f"worker {w.worker_id} on queue {queue!r} with {w.concurrency} slot(s)", err=True)
     started = time.monotonic()
     code = w.run()

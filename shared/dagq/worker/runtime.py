@@ -32,7 +32,7 @@ from dagq.ports import Backend, Message
 from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
 from dagq.protocol.outputs import fetch_verified
-from dagq.worker import claims, gpu, preemption
+from dagq.worker import claims, gpu, podcost, preemption
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import finish_task_sync, start_task_sync
 from dagq.worker.heartbeat import Heartbeat, prune
@@ -80,6 +80,7 @@ class Worker:
         gpus: list[str] | None = None,
         idle_timeout: float | None = None,
         log_dir: Path | None = None,
+        max_tasks: int | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -92,6 +93,8 @@ class Worker:
         self.gpu_health = gpu.HealthGate(self.gpu_pool, settings.gpu_health_interval)
         self.concurrency = max(1, concurrency)
         self.idle_timeout = idle_timeout
+        self.max_tasks, self._taken = max_tasks, 0
+        self.pod_cost = podcost.from_env()
         self.log_dir = log_dir or Path(tempfile.gettempdir()) / "dagq-logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{queue_name}"
@@ -187,6 +190,9 @@ class Worker:
             except Exception:  # the message reappears after its visibility timeout
                 log.exception("handling %s failed; it will be delivered again", msgs[0].id)
             self._touch()
+            self._taken += 1
+            if self.max_tasks is not None and self._taken >= self.max_tasks:
+                self._shutdown.set()  # e.g. one Job per message: take no more
 
     def _touch(self) -> None:
         self._last_active = time.monotonic()
@@ -360,6 +366,8 @@ class Worker:
             if now >= next_beat:
                 next_beat = now + self.heartbeat.interval
                 self.claims.retry()
+                if self.pod_cost is not None:
+                    self.pod_cost.update(len(running))
                 self.heartbeat.beat(self.running_tasks())
 
     def _extend(self, r: _Running, now: float) -> None:
