@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKERS = ROOT / "workers"
 AKS = WORKERS / "deploy" / "aks"
 BATCH = WORKERS / "deploy" / "batch"
-DOCKERFILES = [WORKERS / "Dockerfile", WORKERS / "Dockerfile.gpu"]
+DOCKERFILES = [WORKERS / "Dockerfile", WORKERS / "Dockerfile.gpu", WORKERS / "Dockerfile.gpu-torch"]
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 GUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
@@ -266,6 +266,17 @@ def test_gpu_dockerfile_takes_the_cuda_base_as_a_build_argument() -> None:
     assert stages == ["${CUDA_IMAGE} AS build", "${CUDA_IMAGE} AS runtime"]
 
 
+def test_torch_image_puts_a_task_venv_with_cuda_torch_first_on_path() -> None:
+    ins = _instructions(WORKERS / "Dockerfile.gpu-torch")
+    final = ins[[i for i, (op, _) in enumerate(ins) if op == "FROM"][-1]:]
+    env = " ".join(a for op, a in final if op == "ENV")
+    assert "PATH=/opt/task-venv/bin:$PATH" in env
+    runs = " ".join(a for op, a in ins if op == "RUN")
+    assert "/opt/task-venv/bin/pip install \"torch==${TORCH_VERSION}\"" in runs
+    assert "https://download.pytorch.org/whl/${TORCH_CUDA}" in runs
+    assert "COPY --from=build /opt/task-venv /opt/task-venv" in [f"{op} {a}" for op, a in final]
+
+
 @pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
 def test_dockerignore_lets_the_copied_sources_through(path: Path) -> None:
     patterns = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
@@ -370,7 +381,7 @@ def test_checkov_passes_with_only_justified_skips(
         assert len(reason) >= 20, f"{skip['check_id']} in {skip['file_path']}: skip unjustified"
     if framework == "dockerfile":
         scanned = {c["file_path"].lstrip("/") for c in results["passed_checks"]}
-        assert scanned == {"Dockerfile", "Dockerfile.gpu"}
+        assert scanned == {"Dockerfile", "Dockerfile.gpu", "Dockerfile.gpu-torch"}
     else:
         resources = {c["resource"] for c in results["passed_checks"]}
         assert {f"Deployment.dagq.{name}" for name in DEPLOYMENTS} <= resources
