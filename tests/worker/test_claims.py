@@ -155,3 +155,8 @@ def test_prune_removes_old_claims_only(backend: Backend) -> None:
     backend.records.put(PARTITION, "new/t/1", {"worker": "w", "at": 100_000.0})
     assert prune(backend.records, 100_000.0, keep_s=3600) == 1
     assert [k for k, _ in backend.records.list(PARTITION)] == ["new/t/1"]
+    backend.records.put(PARTITION, "old/t/2", {"worker": "w", "at": 10.0})
+    assert prune(backend.records, 100_010.0, keep_s=3600) == 0  # swept within the hour
+    backend.records.put(PARTITION, "new/t/1", {"worker": "w", "at": 103_000.0})
+    assert prune(backend.records, 104_000.0, keep_s=3600) == 1  # a new day: old/t/2 goes
+    assert [k for k, _ in backend.records.list(PARTITION)] == ["new/t/1"]

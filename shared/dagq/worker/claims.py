@@ -47,7 +47,9 @@ NEW = "*new"
 KEEP_S = 24 * 3600.0
 """Claims older than this are removed by the next worker to start."""
 PRUNE_LIMIT = 1000
-"""Most old claims one worker start removes (the next start removes more)."""
+"""Most old claims one sweep removes."""
+PRUNED_PARTITION = "claims-pruned"
+PRUNED_KEY = "last"
 
 log = logging.getLogger("dagq.worker")
 
@@ -240,15 +242,27 @@ def attempt_open(states: StateStore, workflow_id: str, task: str, attempt: int) 
 
 def prune(records: Records, now: float, keep_s: float = KEEP_S,
           limit: int = PRUNE_LIMIT) -> int:
-    """Remove up to ``limit`` claims older than ``keep_s`` seconds; how many went."""
+    """Remove up to ``limit`` claims older than ``keep_s`` seconds; how many went.
+
+    The scan reads the whole partition, so one worker a day does it: the first to start
+    after the last sweep is a day old wins a conditional write of ``PRUNED_KEY``."""
     gone = 0
     try:
+        try:
+            last, etag = records.get(PRUNED_PARTITION, PRUNED_KEY)
+            if now - float(last.get("at", 0.0)) < keep_s:
+                return 0
+            records.put(PRUNED_PARTITION, PRUNED_KEY, {"at": now}, etag=etag)
+        except NotFound:
+            records.put(PRUNED_PARTITION, PRUNED_KEY, {"at": now}, etag=NEW)
         for key, rec in records.list(PARTITION):
             if gone >= limit:
                 break
             if now - float(rec.get("at", 0.0)) > keep_s:
                 records.delete(PARTITION, key)
                 gone += 1
+    except (AlreadyExists, PreconditionFailed):
+        return 0  # another worker sweeps now
     except DagqError as exc:
         log.warning("could not prune old attempt claims: %s", exc)
     return gone
