@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dagq.worker.parentdeath import die_with_parent_of
+from dagq.worker.parentdeath import wrap
 
 TAIL_BYTES = 4000
 
@@ -104,9 +104,8 @@ def run_process(
     ``kill_timeout`` seconds; returns when the process has exited."""
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            list(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
+            wrap(argv), env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=die_with_parent_of(os.getpid()),
         )
     deadline = time.monotonic() + timeout_s if timeout_s is not None else None
     watch = _Watch(proc.pid, stop, deadline, kill_timeout)
