@@ -64,6 +64,15 @@ class Settings:
     heartbeat_interval: float = 10.0
     """``DAGQ_HEARTBEAT_INTERVAL``: seconds between a worker's heartbeats; a worker is live
     while its last heartbeat is younger than three intervals."""
+    gpu_health_interval: float = 60.0
+    """``DAGQ_GPU_HEALTH_INTERVAL``: seconds between a GPU worker's health checks."""
+    scheduled_events_url: str = ""
+    """``DAGQ_SCHEDULED_EVENTS_URL``: Azure Scheduled Events endpoint a worker polls for
+    preemption notices (off when empty; on Azure VMs use
+    ``http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01``)."""
+    vm_name: str = ""
+    """``DAGQ_VM_NAME``: this VM's name in Scheduled Events (default: asked of the
+    metadata service)."""
     max_request_bytes: int = 16 * 1024 * 1024
     """``DAGQ_MAX_REQUEST_BYTES``: largest HTTP request body accepted."""
     pool_size: int = 16

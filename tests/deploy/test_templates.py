@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKERS = ROOT / "workers"
 AKS = WORKERS / "deploy" / "aks"
 BATCH = WORKERS / "deploy" / "batch"
-DOCKERFILES = [WORKERS / "Dockerfile", WORKERS / "Dockerfile.gpu"]
+DOCKERFILES = [WORKERS / "Dockerfile", WORKERS / "Dockerfile.gpu", WORKERS / "Dockerfile.gpu-torch"]
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 GUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
@@ -46,6 +46,11 @@ def _by_kind(docs: list[Doc], kind: str) -> dict[str, Doc]:
 
 def _env(container: Doc) -> dict[str, str]:
     return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+
+def _mount(container: Doc, path: str) -> Doc:
+    mount: Doc = next(m for m in container["volumeMounts"] if m["mountPath"] == path)
+    return mount
 
 
 def _worker(deployment: Doc) -> Doc:
@@ -138,7 +143,8 @@ def test_worker_pods_run_non_root_on_a_read_only_root(name: str) -> None:
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m["name"] for m in worker["volumeMounts"]}
     assert {"/tmp", "/home/dagq"} <= set(mounts), f"{name}: writable dirs not mounted"
-    assert all("emptyDir" in volumes[v] for v in mounts.values())
+    writable = [v for m, v in mounts.items() if not _mount(worker, m).get("readOnly")]
+    assert all("emptyDir" in volumes[v] for v in writable)
     assert pod["automountServiceAccountToken"] is False
 
 
@@ -146,9 +152,9 @@ def test_worker_pods_run_non_root_on_a_read_only_root(name: str) -> None:
 def test_probes_run_the_worker_check_and_the_image_is_pinned(name: str) -> None:
     worker = _worker(DEPLOYMENTS[name])
     assert _env(worker)["DAGQ_WORKER_QUEUE"]
-    for probe in ("livenessProbe", "readinessProbe"):
+    for probe, flag in (("livenessProbe", "--check"), ("readinessProbe", "--ready")):
         command = " ".join(worker[probe]["exec"]["command"])
-        assert 'dagq worker "$DAGQ_WORKER_QUEUE" --check' in command, f"{name} {probe}"
+        assert f'dagq worker "$DAGQ_WORKER_QUEUE" {flag}' in command, f"{name} {probe}"
     assert DIGEST.search(worker["image"]), f"{name}: image not pinned by digest"
 
 
@@ -260,6 +266,17 @@ def test_gpu_dockerfile_takes_the_cuda_base_as_a_build_argument() -> None:
     assert stages == ["${CUDA_IMAGE} AS build", "${CUDA_IMAGE} AS runtime"]
 
 
+def test_torch_image_puts_a_task_venv_with_cuda_torch_first_on_path() -> None:
+    ins = _instructions(WORKERS / "Dockerfile.gpu-torch")
+    final = ins[[i for i, (op, _) in enumerate(ins) if op == "FROM"][-1]:]
+    env = " ".join(a for op, a in final if op == "ENV")
+    assert "PATH=/opt/task-venv/bin:$PATH" in env
+    runs = " ".join(a for op, a in ins if op == "RUN")
+    assert "/opt/task-venv/bin/pip install \"torch==${TORCH_VERSION}\"" in runs
+    assert "https://download.pytorch.org/whl/${TORCH_CUDA}" in runs
+    assert "COPY --from=build /opt/task-venv /opt/task-venv" in [f"{op} {a}" for op, a in final]
+
+
 @pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: p.name)
 def test_dockerignore_lets_the_copied_sources_through(path: Path) -> None:
     patterns = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
@@ -364,7 +381,7 @@ def test_checkov_passes_with_only_justified_skips(
         assert len(reason) >= 20, f"{skip['check_id']} in {skip['file_path']}: skip unjustified"
     if framework == "dockerfile":
         scanned = {c["file_path"].lstrip("/") for c in results["passed_checks"]}
-        assert scanned == {"Dockerfile", "Dockerfile.gpu"}
+        assert scanned == {"Dockerfile", "Dockerfile.gpu", "Dockerfile.gpu-torch"}
     else:
         resources = {c["resource"] for c in results["passed_checks"]}
         assert {f"Deployment.dagq.{name}" for name in DEPLOYMENTS} <= resources

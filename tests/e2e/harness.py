@@ -44,6 +44,7 @@ FAST_ENV: dict[str, str] = {
     "DAGQ_KILL_TIMEOUT": "2",
     "DAGQ_STALE_PENDING": "2",
     "DAGQ_TIMEOUT_GRACE": "2",
+    "DAGQ_HEARTBEAT_INTERVAL": "0.5",
 }
 """Short intervals so that recovery after a crash takes seconds, not minutes."""
 

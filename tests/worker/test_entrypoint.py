@@ -85,8 +85,10 @@ def test_sigterm_releases_the_running_task_to_another_worker(stack: Stack) -> No
 
     assert b.stop() == 0
     assert stack.heartbeat(b)["stopped"] is True  # type: ignore[index]
-    res = stack.run("worker", "spot", "--check")
-    assert res.returncode == 1 and "no live worker for 'spot' on this host" in res.stderr
+    res = stack.run("worker", "spot", "--ready")
+    assert res.returncode == 1 and "no live, healthy worker for 'spot'" in res.stderr
+    res = stack.run("worker", "spot", "--check")  # its liveness file went with it
+    assert res.returncode == 1 and "no liveness file" in res.stderr
 
 
 def test_a_draining_worker_keeps_the_message_hidden_until_its_task_has_exited(
@@ -111,16 +113,17 @@ def test_a_draining_worker_keeps_the_message_hidden_until_its_task_has_exited(
 
 
 def test_a_killed_worker_stops_counting_as_live(sqlite_stack: Stack) -> None:
-    """No last heartbeat after SIGKILL: ``--check`` fails once the record is stale."""
+    """No last heartbeat after SIGKILL: ``--ready`` fails once the record is stale."""
     w = sqlite_stack.worker("cpu")
     sqlite_stack.wait_heartbeat(w)
+    assert sqlite_stack.run("worker", "cpu", "--ready").returncode == 0
     assert sqlite_stack.run("worker", "cpu", "--check").returncode == 0
     w.kill()
     record = sqlite_stack.heartbeat(w)
     assert record is not None and record["stopped"] is False
     assert record["interval"] == 0.5 and LIVE_INTERVALS * 0.5 < 5
-    eventually(lambda: sqlite_stack.run("worker", "cpu", "--check").returncode == 1,
-               "--check to fail for a killed worker", 30)
+    eventually(lambda: sqlite_stack.run("worker", "cpu", "--ready").returncode == 1,
+               "--ready to fail for a killed worker", 30)
 
 
 def test_doctor_flags_a_queue_without_workers_and_lists_live_ones(stack: Stack) -> None:

@@ -15,7 +15,8 @@ DAGQ = str(Path(sys.executable).parent / "dagq")
 
 def test_an_attempt_that_keeps_killing_its_worker_is_failed_and_retried(tmp_path: Path) -> None:
     env = dict(os.environ, DAGQ_STORE=f"sqlite:{tmp_path / 'x.db'}", DAGQ_MAX_DELIVERIES="2",
-               DAGQ_VISIBILITY_TIMEOUT="1", DAGQ_IDLE_POLL="0.1", DAGQ_MAX_IDLE_BACKOFF="0.2")
+               DAGQ_VISIBILITY_TIMEOUT="1", DAGQ_IDLE_POLL="0.1", DAGQ_MAX_IDLE_BACKOFF="0.2",
+               DAGQ_HEARTBEAT_INTERVAL="0.3")
     (tmp_path / "wf.yaml").write_text(
         "name: poison\ntasks:\n"
         "  - name: oom\n    num_retries: 1\n    kwargs: {cmd: 'kill -9 $PPID'}\n"

@@ -21,7 +21,7 @@ from dagq.ports import Backend
 from dagq.protocol.names import COMPLETIONS
 from dagq.runtime.coordinator import Coordinator
 from dagq.wiring import backend_from_settings
-from dagq.worker import proctree
+from dagq.worker import liveness, proctree
 from dagq.worker.builtin import default_processors, load_processor
 from dagq.worker.eventlog import configure_events
 from dagq.worker.heartbeat import check_local, live_workers
@@ -90,6 +90,8 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
 @click.argument("queue", envvar="DAGQ_WORKER_QUEUE")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               envvar="DAGQ_WORKER_CONCURRENCY", help="Tasks run at once.")
+@click.option("--max-tasks", type=click.IntRange(min=1), default=None, envvar="DAGQ_MAX_TASKS",
+              help="Exit after handling this many messages (e.g. 1 in a Kubernetes Job).")
 @click.option("--idle-timeout", type=float, default=None, envvar="DAGQ_IDLE_TIMEOUT",
               help="Exit after this many idle seconds [DAGQ_IDLE_TIMEOUT, never].")
 @click.option("--max-idle-backoff", type=float, default=None,
@@ -103,33 +105,43 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
 @click.option("--gpus", default=None, help="GPU ids to use, e.g. 0,1,2,3 (default: detected).")
 @click.option("--processor", "processors", multiple=True, metavar="MODULE:CLASS",
               help="Custom processor tried before the built-in ones (repeatable).")
-@click.option("--check", is_flag=True, help="Exit 0 if a worker for QUEUE on this host is alive.")
+@click.option("--check", is_flag=True,
+              help="Liveness: exit 0 if this host's worker for QUEUE is alive (local file only).")
+@click.option("--ready", is_flag=True,
+              help="Readiness: exit 0 if this host's worker for QUEUE has a fresh heartbeat "
+                   "in the store and healthy GPUs.")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default=None,
               help="Per-task log lines as text or JSON lines [DAGQ_LOG_FORMAT, text].")
 @store_option
 @click.pass_context
 @handle_errors
-def worker(ctx: click.Context, queue: str, concurrency: int, idle_timeout: float | None,
+def worker(ctx: click.Context, queue: str, concurrency: int, max_tasks: int | None,
+           idle_timeout: float | None,
            max_idle_backoff: float | None, cancel_poll_interval: float | None,
            kill_timeout: float | None, gpus_per_task: int, gpus: str | None,
-           processors: tuple[str, ...], check: bool, log_format: str | None,
+           processors: tuple[str, ...], check: bool, ready: bool, log_format: str | None,
            store: str | None) -> None:
     """Run tasks from QUEUE until SIGTERM (running tasks are released to other workers);
     one log line per task start and end on stderr."""
     settings = settings_from(ctx, store, max_idle_backoff=max_idle_backoff,
                              cancel_poll_interval=cancel_poll_interval,
                              kill_timeout=kill_timeout, log_format=log_format)
+    if check:  # never touches the store: a storage outage must not restart workers
+        ok, why = liveness.check(liveness.liveness_path(queue, settings.store), time.time())
+        click.echo(why, err=True)
+        sys.exit(0 if ok else 1)
     configure_events(settings.log_format)
     backend = backend_from_settings(settings)
-    if check:
+    if ready:
         ok = check_local(backend.records, queue, time.time(), settings.heartbeat_interval)
-        click.echo("healthy" if ok else f"no live worker for {queue!r} on this host", err=True)
+        click.echo("ready" if ok else f"no live, healthy worker for {queue!r} on this host",
+                   err=True)
         sys.exit(0 if ok else 1)
     procs = [load_processor(p) for p in processors] + default_processors()
     w = Worker(backend, settings, queue, concurrency=concurrency, processors=procs,
                gpus_per_task=gpus_per_task,
                gpus=[g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
-               idle_timeout=idle_timeout)
+               idle_timeout=idle_timeout, max_tasks=max_tasks)
     click.echo(f"worker {w.worker_id} on queue {queue!r} with {w.concurrency} slot(s)", err=True)
     proctree.enable_subreaper()  # orphaned task processes stay reachable and get reaped
     started = time.monotonic()
@@ -175,6 +187,11 @@ def doctor(ctx: click.Context, stale_pending: float, as_json: bool, store: str |
         click.echo("live workers:")
         print_table(["queue", "worker", "running", "last seen"], rows) if rows \
             else click.echo("  none")
+    for q, ws in sorted(workers.items()):
+        for w in ws:
+            if w.get("health"):
+                problem(f"worker {w['id']} on {q!r} is unhealthy and takes no work: "
+                        f"{w['health']}")
     try:  # Service Bus answers these only with the Manage right: say so and go on
         queue_names = backend.queues.names()
         for q in sorted(set(queue_names) - {COMPLETIONS}):

@@ -30,6 +30,8 @@ from dagq.core.transforms import cycle_through, nested_problem, strongly_connect
 from dagq.errors import ConditionError, Problem
 
 MAX_SUBWORKFLOW_DEPTH = 16
+MAX_GPUS = 64
+"""Most GPUs one task may ask for (``kwargs.gpus``)."""
 """Deepest nesting of inline sub-workflow definitions."""
 _FACTORY_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _RESULT_POLICIES = ("all_sinks_succeed", "all_tasks_succeed")
@@ -223,6 +225,11 @@ class _Checker:
             self.check_dirsync(i, kwargs["bg_dirsync_to"], name)
         for key, message in hardening.process_problems(kwargs):
             self.add(message, (i, key), name)
+        gpus = kwargs.get("gpus")
+        if "gpus" in kwargs and (isinstance(gpus, bool) or not isinstance(gpus, int)
+                                 or not 0 <= gpus <= MAX_GPUS):
+            self.add(f"kwargs.gpus must be a whole number of GPUs from 0 to {MAX_GPUS}, got "
+                     f"{describe(gpus)}", (i, "kwargs.gpus"), name)
         args = kwargs.get("args")
         if "call" in kwargs and args is not None and not isinstance(args, Mapping):
             self.add(f"kwargs.args must be a mapping of keyword arguments, got "

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from dagq.config import Settings
@@ -29,13 +29,13 @@ from dagq.ports import Backend, ChildWorkflows, Message
 from dagq.protocol.messages import (
     CompletionMessage,
     CompletionQueueMessage,
-    ControlMessage,
     decode_and_group,
 )
 from dagq.protocol.names import COMPLETIONS
 from dagq.protocol.outputs import fetch_verified
 from dagq.runtime import poison
 from dagq.runtime.cancels import cascade_cancel, finish_cancels
+from dagq.runtime.controls import apply_control, handoff_keys
 from dagq.runtime.dispatch import OutboxSender
 from dagq.runtime.report import Applied, CoordinatorStats
 
@@ -162,7 +162,7 @@ class Coordinator:
         """``commit`` one workflow's messages; a failure other than an outage is isolated
         to that workflow (``dagq.runtime.poison``), never raised into the batch."""
         try:
-            return self.commit(workflow_id, self.applier(items), handoff=_handoff(items))
+            return self.commit(workflow_id, self.applier(items), handoff=handoff_keys(items))
         except TRANSIENT:
             raise
         except Exception as exc:
@@ -193,24 +193,13 @@ class Coordinator:
                 if item.action == "retry":
                     effects.append(engine.resume(state, now, resolve=self._resolve))
                 continue
-            effects.append(self._control(state, item, now))
+            effects.append(apply_control(state, item, now))
         if batch:
             effects.append(engine.apply(state, batch, now, resolve=self._resolve))
         return effects
 
     def _resolve(self, ref: OutputRef) -> Any:
         return json.loads(fetch_verified(self.backend, ref))
-
-    @staticmethod
-    def _control(state: WorkflowState, item: ControlMessage, now: float) -> engine.Effects:
-        if item.action == "start":
-            return engine.start(state, now)
-        if item.action == "cancel":
-            return engine.cancel(state, now)
-        if item.parent_attempt is not None and state.parent is not None \
-                and item.request_id not in state.retry_ids:
-            state.parent = replace(state.parent, attempt=item.parent_attempt)
-        return engine.retry(state, now, item.request_id)
 
     # -- the write protocol --------------------------------------------------------------
     def commit(self, workflow_id: str, mutate: Mutation,
@@ -389,11 +378,6 @@ class Coordinator:
         poison.guarded(self, workflow_id, lambda s: [
             engine.expire(s, self.clock(), self.settings.timeout_grace),
             engine.resume(s, self.clock(), resolve=self._resolve)])  # lost retry
-
-
-def _handoff(items: Iterable[CompletionQueueMessage]) -> frozenset[str]:
-    """Outbox keys that applied control messages hand over for sending."""
-    return frozenset(k for m in items if isinstance(m, ControlMessage) for k in m.send)
 
 
 def _noop(effects: list[engine.Effects]) -> bool:

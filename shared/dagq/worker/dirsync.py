@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -172,6 +173,36 @@ class DirSync:
             else:
                 self._seen.pop(rel, None)
         return sent
+
+
+def start_task_sync(outputs: OutputStore, kwargs: Mapping[str, Any], workflow_id: str,
+                    task: str, label: str, default_every: float) -> DirSync | None:
+    """A started ``DirSync`` if the task's ``kwargs`` ask for one (a bad spec is logged,
+    not fatal)."""
+    value = kwargs.get("bg_dirsync_to")
+    if value is None:
+        return None
+    cwd = kwargs.get("cwd")
+    try:
+        spec = parse_spec(value, task=task, cwd=str(cwd) if cwd else None,
+                          default_every=default_every)
+    except TaskError as exc:
+        log.error("%s: not syncing a directory: %s", label, exc)
+        return None
+    sync = DirSync(outputs, spec.path, dir_prefix(workflow_id, spec.name), spec.every_s,
+                   label=label)
+    sync.start()
+    return sync
+
+
+def finish_task_sync(sync: DirSync, stats: Counter[str]) -> None:
+    """Stop ``sync`` after its last round and add its counts to ``stats``."""
+    sync.stop()
+    stats["dirsync_uploads"] += sync.uploads
+    stats["dirsync_unchanged"] += sync.unchanged
+    stats["dirsync_errors"] += sync.errors
+    log.info("dirsync %s -> %s: %d file(s) uploaded, %d unchanged, %d failed round(s)",
+             sync.local, sync.prefix, sync.uploads, sync.unchanged, sync.errors)
 
 
 def _files(root: Path) -> list[tuple[Path, str]]:

@@ -1,12 +1,21 @@
-"""The environment of task processes: the worker's own, made usable from a task."""
+"""The environment of task processes: the worker's own made usable from a task, and
+each attempt's ``TaskContext`` (its ``DAGQ_*`` variables, inputs and output files)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import threading
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from dagq.config import Settings
+from dagq.ports import Backend
+from dagq.protocol.messages import TaskMessage, ref_from_json
+from dagq.protocol.outputs import fetch_verified
+from dagq.worker.processors import TaskContext
 
 
 def task_env(settings: Settings) -> dict[str, str]:
@@ -23,3 +32,41 @@ def task_env(settings: Settings) -> dict[str, str]:
         env["DAGQ_QUEUES"] = settings.queues
     env.pop("DAGQ_CRASH_AT", None)
     return env
+
+
+def task_context(backend: Backend, task: TaskMessage, workdir: Path, gpus: list[str] | None,
+                 *, env: Mapping[str, str], log_dir: Path, stop: threading.Event,
+                 kill_timeout: float, resolve: bool = True) -> TaskContext:
+    """The context one attempt runs in: its inputs file (upstream outputs fetched unless
+    ``resolve`` is false), output file, environment and GPUs."""
+    inputs = resolve_inputs(backend, task) if resolve else {}
+    inputs_file = workdir / "inputs.json"
+    inputs_file.write_text(json.dumps(inputs))
+    output_file = workdir / "output.json"
+    full = dict(env)
+    full.update({
+        "DAGQ_WORKFLOW_ID": task.workflow_id, "DAGQ_TASK": task.task,
+        "DAGQ_ATTEMPT": str(task.attempt), "DAGQ_OUTPUT_FILE": str(output_file),
+        "DAGQ_INPUTS_FILE": str(inputs_file), "DAGQ_PARAMS": json.dumps(task.params),
+    })
+    if gpus is not None:
+        full["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+        full.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    safe = task.key.replace("/", "__")
+    return TaskContext(
+        message=task, env=full, workdir=workdir, output_file=output_file,
+        inputs_file=inputs_file, log_path=log_dir / f"{safe}.log", stop=stop,
+        kill_timeout=kill_timeout,
+    )
+
+
+def resolve_inputs(backend: Backend, task: TaskMessage) -> dict[str, Any]:
+    """The direct upstream outputs of ``task``, stored ones fetched and MD5-checked."""
+    raw = task.inputs
+    if task.inputs_ref is not None:
+        raw = json.loads(fetch_verified(backend, task.inputs_ref))
+    out: dict[str, Any] = {}
+    for name, value in raw.items():
+        ref = ref_from_json(value)
+        out[name] = json.loads(fetch_verified(backend, ref)) if ref else value
+    return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
+from collections.abc import Callable
 
 from dagq.errors import DagqError
 from dagq.ports import Records
@@ -35,6 +36,8 @@ class Heartbeat:
         self.queue = queue
         self.interval = interval
         self.started_at = time.time()
+        self.health: Callable[[], str | None] = lambda: None
+        """Why this worker is unhealthy (e.g. a GPU problem), or None."""
 
     def beat(self, running: list[str], *, stopped: bool = False) -> bool:
         """Record that this worker is alive; False (and a warning) if the store refused."""
@@ -43,7 +46,7 @@ class Heartbeat:
             self.records.put(PARTITION, self.worker_id, {
                 "queue": self.queue, "host": host, "pid": int(pid), "running": running,
                 "last_seen": time.time(), "started_at": self.started_at, "stopped": stopped,
-                "interval": self.interval,
+                "interval": self.interval, "health": self.health(),
             })
         except DagqError as exc:  # the next beat retries; a missed one is not fatal
             log.warning("could not write the heartbeat of %s: %s", self.worker_id, exc)
@@ -83,9 +86,10 @@ def prune(records: Records, now: float, keep_s: float = KEEP_S) -> int:
 
 
 def check_local(records: Records, queue: str, now: float, interval: float = INTERVAL) -> bool:
-    """True if a worker on this host serving ``queue`` has a fresh heartbeat."""
+    """True if a worker on this host serving ``queue`` has a fresh, healthy heartbeat."""
     host = socket.gethostname()
-    return any(w.get("host") == host for w in live_workers(records, now, interval).get(queue, []))
+    return any(w.get("host") == host and not w.get("health")
+               for w in live_workers(records, now, interval).get(queue, []))
 
 
 def executing_keys(records: Records, now: float, interval: float = INTERVAL) -> set[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dagq.worker import proctree
+from dagq.worker.parentdeath import wrap
 
 TAIL_BYTES = 4000
 
@@ -143,7 +144,7 @@ def run_process(
     token = proctree.new_token()
     with open(log_path, "ab") as log, proctree.roots_lock():
         proc = subprocess.Popen(
-            list(argv), env={**env, proctree.TOKEN_ENV: token}, cwd=cwd,
+            wrap(argv), env={**env, proctree.TOKEN_ENV: token}, cwd=cwd,
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

@@ -12,7 +12,6 @@ takes them at once.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -23,29 +22,30 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from dagq.config import Settings
-from dagq.core import paths
 from dagq.crashpoints import crash_point
-from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable, TaskError
+from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable
 from dagq.outage import TRANSIENT, Outage, retrying
 from dagq.ports import Backend, Message
 from dagq.protocol import names
 from dagq.protocol.cancels import prune_cancel_hints
-from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task, ref_from_json
-from dagq.protocol.outputs import expand, fetch_verified
-from dagq.worker import publish
+from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task
+from dagq.protocol.outputs import expand
+from dagq.worker import claims, gpu, podcost, preemption, publish
 from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.builtin import default_processors
-from dagq.worker.dirsync import DirSync, parse_spec
-from dagq.worker.environment import task_env
+from dagq.worker.dirsync import finish_task_sync, start_task_sync
+from dagq.worker.environment import task_context, task_env
 from dagq.worker.gate import Gate, stop
-from dagq.worker.gpu import GpuPool
 from dagq.worker.heartbeat import Heartbeat, prune
+from dagq.worker.held import Held
 from dagq.worker.history import HistoryWriter
+from dagq.worker.liveness import Liveness, liveness_path
+from dagq.worker.poison import give_up
 from dagq.worker.processors import Outcome, Processor, TaskContext
 
 log = logging.getLogger("dagq.worker")
@@ -53,24 +53,6 @@ log = logging.getLogger("dagq.worker")
 RECHECK_S = 0.5
 """Next cancel poll after a hint its workflow's state did not confirm yet."""
 T = TypeVar("T")
-
-
-@dataclass
-class _Running:
-    message: Message
-    task: TaskMessage
-    stop: threading.Event = field(default_factory=threading.Event)
-    hidden_until: float = 0.0
-    cancelled: bool = False
-    lease: threading.Lock = field(default_factory=threading.Lock)
-    """Held while extending; ``finished`` under it means: never extend again."""
-    finished: bool = False
-
-    def end_lease(self) -> Message:
-        """Stop extensions (so none races a release or delete); the current message."""
-        with self.lease:
-            self.finished = True
-            return self.message
 
 
 class Worker:
@@ -88,6 +70,7 @@ class Worker:
         gpus: list[str] | None = None,
         idle_timeout: float | None = None,
         log_dir: Path | None = None,
+        max_tasks: int | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
@@ -95,16 +78,18 @@ class Worker:
         self.queue = backend.queues.get(queue_name)
         self.completions = backend.queues.get(names.COMPLETIONS)
         self.processors = processors or default_processors()
-        self.gpu_pool = GpuPool(gpus_per_task, gpus) if gpus_per_task > 0 else None
-        if self.gpu_pool is not None:
-            concurrency = min(concurrency, self.gpu_pool.slots)
+        self.gpus_per_task = gpus_per_task
+        self.gpu_pool = gpu.worker_pool(gpus_per_task, gpus, concurrency)
+        self.gpu_health = gpu.HealthGate(self.gpu_pool, settings.gpu_health_interval)
         self.concurrency = max(1, concurrency)
         self.idle_timeout = idle_timeout
+        self.max_tasks, self._taken = max_tasks, 0
+        self.pod_cost = podcost.from_env()
         self.log_dir = log_dir or Path(tempfile.gettempdir()) / "dagq-logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{queue_name}"
         self.stats: Counter[str] = Counter()
-        self._running: dict[str, _Running] = {}
+        self._running: dict[str, Held] = {}
         self._lock = threading.Lock()
         self._shutdown = threading.Event()
         self._slots_done = threading.Event()
@@ -113,7 +98,11 @@ class Worker:
                                    settings.heartbeat_interval)
         self._beat_lock = threading.Lock()
         self.gate = Gate(backend, self.completions, self.worker_id, self.stats)
+        self.heartbeat.health = self.gpu_health.problem
+        self.claims = claims.Claims(backend.records, self.worker_id, self.heartbeat.started_at,
+                                    settings.heartbeat_interval)
         self.dirsync_interval = settings.dirsync_interval
+        self.liveness = Liveness(liveness_path(queue_name, settings.store), self.worker_id)
         self._task_env = task_env(settings)
         self.history = HistoryWriter(backend.records)
 
@@ -127,12 +116,16 @@ class Worker:
         prune(self.backend.records, time.time())
         self.history.start()
         prune_cancel_hints(self.backend.records, time.time())
+        claims.prune(self.backend.records, time.time())
         self._announce()
         slots = [threading.Thread(target=self._slot, name=f"dagq-slot-{i}", daemon=True)
                  for i in range(self.concurrency)]
         monitor = threading.Thread(target=self._monitor, name="dagq-monitor", daemon=True)
         for t in [*slots, monitor]:
             t.start()
+        self.liveness.watch([*slots, monitor])
+        notices = preemption.watch(self.settings.scheduled_events_url, self.settings.vm_name,
+                                   self.settings.kill_timeout, self.shutdown)
         for t in slots:
             t.join()
         self._shutdown.set()
@@ -140,6 +133,9 @@ class Worker:
         monitor.join(timeout=5)
         self.history.stop()
         self.heartbeat.stop()
+        self.liveness.stop()
+        if notices is not None:
+            notices.stop()
         log.info("worker %s stopped after %.1fs: %s", self.worker_id,
                     time.monotonic() - started, self.summary())
         return 0
@@ -161,19 +157,22 @@ class Worker:
 
     def summary(self) -> str:
         """One line: tasks by outcome."""
-        keys = ("succeeded", "failed", "cancelled", "released", "dropped", "bad_messages")
+        keys = ("succeeded", "failed", "cancelled", "released", "dropped", "bad_messages",
+                "duplicates_dropped")
         return ", ".join(f"{k}={self.stats[k]}" for k in keys)
 
     def running_tasks(self) -> list[str]:
-        """Keys of the tasks running now."""
+        """Keys of the tasks running now (and of claims not yet given back)."""
         with self._lock:
-            return sorted(self._running)
+            return sorted({*self._running, *self.claims.pending()})
 
     # -- slots -------------------------------------------------------------------------
     def _slot(self) -> None:
         backoff = 0.05
         outage = Outage(f"worker slot on queue {self.queue_name!r}", log)
         while not self._shutdown.is_set():
+            if self.gpu_health.blocked(self._shutdown):
+                continue
             try:
                 # the backend long-polls: a message arriving mid-wait is taken at once
                 msgs = self.queue.receive(1, self.settings.visibility_timeout, wait_s=backoff)
@@ -196,6 +195,9 @@ class Worker:
             except Exception:  # the message reappears after its visibility timeout
                 log.exception("handling %s failed; it will be delivered again", msgs[0].id)
             self._touch()
+            self._taken += 1
+            if self.max_tasks is not None and self._taken >= self.max_tasks:
+                self._shutdown.set()  # e.g. one Job per message: take no more
 
     def _touch(self) -> None:
         self._last_active = time.monotonic()
@@ -215,11 +217,19 @@ class Worker:
             self.queue.dead_letter(msg, str(exc))
             self.stats["bad_messages"] += 1
             return
+        claimed = claims.admit(self.claims, self.queue, self.backend.states, msg, task,
+                               running_here=task.key in self.running_tasks(), stats=self.stats,
+                               stopping=self._shutdown,
+                               visibility_s=self.settings.visibility_timeout)
+        if claimed is None:
+            return
+        msg = claimed
         task = expand(self.backend, task)
         if msg.delivery_count >= self.settings.max_deliveries:
-            self._give_up(msg, task)
+            give_up(self.queue, self.completions, msg, task, self.worker_id,
+                    self.settings.max_deliveries, self.stats)
             return
-        run = _Running(msg, task, hidden_until=time.monotonic()
+        run = Held(msg, task, hidden_until=time.monotonic()
                        + self.settings.visibility_timeout)
         with self._lock:
             self._running[task.key] = run
@@ -236,6 +246,9 @@ class Worker:
                 self.queue.delete(run.end_lease())
                 return
             self._execute(run)
+        except BaseException:  # let another worker (or this one) run it again
+            self.claims.give_back(task.key)
+            raise
         finally:
             with self._lock:
                 self._running.pop(task.key, None)
@@ -246,48 +259,35 @@ class Worker:
         with self._beat_lock:
             return self.heartbeat.beat(self.running_tasks())
 
-    def _give_up(self, msg: Message, task: TaskMessage) -> None:
-        """Fail an attempt whose message keeps coming back without a result (its workers
-        died each time, e.g. killed for memory): report it instead of letting the queue
-        dead-letter it, which would leave the workflow waiting for ever."""
-        error = (f"attempt {task.attempt} was delivered {msg.delivery_count} times without "
-                 "finishing (the worker running it died or was killed each time; "
-                 f"DAGQ_MAX_DELIVERIES={self.settings.max_deliveries})")
-        log.warning("failing %s: %s", task.key, error)
-        completion = CompletionMessage(task.workflow_id, task.task, task.attempt,
-                                       success=False, error=error, worker=self.worker_id)
-        self.completions.send(completion.encode(), message_id=names.done_id(task.key),
-                              session_id=names.session_id(task.workflow_id))
-        self.queue.delete(msg)
-        self.stats["failed"] += 1
-        self.stats["poisoned"] += 1
-
-    def _execute(self, run: _Running) -> None:
+    def _execute(self, run: Held) -> None:
         task = run.task
         workdir = Path(tempfile.mkdtemp(prefix="dagq-task-"))
-        gpus = self.gpu_pool.acquire() if self.gpu_pool else None
+        gpus: list[str] | None = None
         tracker: AttemptTracker | None = None
         try:
             outcome: Outcome | None = None
             try:
+                gpus = gpu.take(self.gpu_pool, task.kwargs, self.gpus_per_task)
                 ctx = self._context(run, workdir, gpus)
             except StoreUnavailable:
                 raise
             except DagqError as exc:  # e.g. a corrupt or missing upstream output
                 ctx = self._context(run, workdir, gpus, resolve=False)
-                outcome = Outcome(False, f"could not prepare the task's inputs: {exc}")
+                outcome = Outcome(False, f"could not prepare the task: {exc}")
             tracker = AttemptTracker(self.backend, self.settings, self.worker_id, task,
                                      ctx.log_path, self.history)
             tracker.start()
             if outcome is None:
-                sync = self._start_dirsync(task)
+                sync = start_task_sync(self.backend.outputs, task.kwargs, task.workflow_id,
+                                       task.task, task.key, self.dirsync_interval)
                 try:
                     outcome = self._run_processor(ctx)
                 finally:
                     if sync is not None:
-                        self._finish_dirsync(sync)
+                        finish_task_sync(sync, self.stats)
             if outcome.stopped and self._shutdown.is_set() and not run.cancelled:
                 tracker.end(outcome, released=True)
+                self.claims.give_back(task.key)
                 self.queue.release(run.end_lease())
                 self.stats["released"] += 1
                 log.info("released %s for another worker (shutting down)", task.key)
@@ -309,66 +309,15 @@ class Worker:
         finally:
             if tracker is not None:  # the worker failed around the task: still end its log
                 tracker.end(Outcome(False, "the worker could not finish handling the attempt"))
-            if gpus is not None and self.gpu_pool is not None:
+            if gpus and self.gpu_pool is not None:
                 self.gpu_pool.release(gpus)
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _context(self, run: _Running, workdir: Path, gpus: list[str] | None,
+    def _context(self, run: Held, workdir: Path, gpus: list[str] | None,
                  resolve: bool = True) -> TaskContext:
-        task = run.task
-        inputs = self._resolve_inputs(task) if resolve else {}
-        inputs_file = workdir / "inputs.json"
-        inputs_file.write_text(json.dumps(inputs))
-        output_file = workdir / "output.json"
-        env = dict(self._task_env)
-        env.update({
-            "DAGQ_WORKFLOW_ID": task.workflow_id, "DAGQ_TASK": task.task,
-            "DAGQ_ATTEMPT": str(task.attempt), "DAGQ_OUTPUT_FILE": str(output_file),
-            "DAGQ_INPUTS_FILE": str(inputs_file), "DAGQ_PARAMS": json.dumps(task.params),
-        })
-        if gpus is not None:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
-        safe = task.key.replace("/", "__")
-        return TaskContext(
-            message=task, env=env, workdir=workdir, output_file=output_file,
-            inputs_file=inputs_file, log_path=self.log_dir / f"{safe}.log", stop=run.stop,
-            kill_timeout=self.settings.kill_timeout,
-        )
-
-    def _resolve_inputs(self, task: TaskMessage) -> dict[str, Any]:
-        raw = task.inputs
-        if task.inputs_ref is not None:
-            raw = json.loads(fetch_verified(self.backend, task.inputs_ref))
-        out: dict[str, Any] = {}
-        for name, value in raw.items():
-            ref = ref_from_json(value)
-            out[name] = json.loads(fetch_verified(self.backend, ref)) if ref else value
-        return out
-
-    def _start_dirsync(self, task: TaskMessage) -> DirSync | None:
-        """A started ``DirSync`` if the task asks for one (a bad spec is logged, not fatal)."""
-        value = task.kwargs.get("bg_dirsync_to")
-        if value is None:
-            return None
-        cwd = task.kwargs.get("cwd")
-        try:
-            spec = parse_spec(value, task=task.task, cwd=str(cwd) if cwd else None,
-                              default_every=self.dirsync_interval)
-        except TaskError as exc:
-            log.error("%s: not syncing a directory: %s", task.key, exc)
-            return None
-        prefix = paths.dir_prefix(task.workflow_id, spec.name)
-        sync = DirSync(self.backend.outputs, spec.path, prefix, spec.every_s, label=task.key)
-        sync.start()
-        return sync
-
-    def _finish_dirsync(self, sync: DirSync) -> None:
-        sync.stop()
-        self.stats["dirsync_uploads"] += sync.uploads
-        self.stats["dirsync_unchanged"] += sync.unchanged
-        self.stats["dirsync_errors"] += sync.errors
-        log.info("dirsync %s -> %s: %d file(s) uploaded, %d unchanged, %d failed round(s)",
-                 sync.local, sync.prefix, sync.uploads, sync.unchanged, sync.errors)
+        return task_context(self.backend, run.task, workdir, gpus, env=self._task_env,
+                            log_dir=self.log_dir, stop=run.stop,
+                            kill_timeout=self.settings.kill_timeout, resolve=resolve)
 
     def _run_processor(self, ctx: TaskContext) -> Outcome:
         for proc in self.processors:
@@ -422,9 +371,12 @@ class Worker:
                     next_poll = now + min(RECHECK_S, self.settings.cancel_poll_interval)
             if now >= next_beat:
                 next_beat = now + self.heartbeat.interval
+                self.claims.retry()
+                if self.pod_cost is not None:
+                    self.pod_cost.update(len(running))
                 self._announce()
 
-    def _extend(self, r: _Running, now: float) -> None:
+    def _extend(self, r: Held, now: float) -> None:
         try:
             with r.lease:
                 if r.finished:

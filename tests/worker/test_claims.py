@@ -1,0 +1,162 @@
+"""Attempt claims on the embedded store's records, with a hand-moved clock: who runs, who
+drops, who waits, and when a silent claimant's attempt is taken over."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dagq.backends import open_backend
+from dagq.ports import Backend, Records
+from dagq.worker import heartbeat
+from dagq.worker.claims import PARTITION, Claims, prune
+
+KEY = "wf/train/1"
+INTERVAL = 10.0
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> Iterator[Backend]:
+    b = open_backend(f"sqlite:{tmp_path / 'x.db'}")
+    yield b
+    b.close()
+
+
+def _beat(records: Records, worker: str, started: float, now: float, running: list[str],
+          stopped: bool = False) -> None:
+    host, pid = worker.split(":")[:2]
+    records.put(heartbeat.PARTITION, worker, {
+        "queue": "gpu", "host": host, "pid": int(pid), "running": running, "last_seen": now,
+        "started_at": started, "stopped": stopped, "interval": INTERVAL})
+
+
+def _pair(backend: Backend, clock: Clock) -> tuple[Claims, Claims]:
+    a = Claims(backend.records, "h1:1:gpu", 1.0, INTERVAL, clock=clock)
+    b = Claims(backend.records, "h2:2:gpu", 2.0, INTERVAL, clock=clock)
+    return a, b
+
+
+def _open() -> bool:
+    return True
+
+
+def test_first_claim_runs_and_is_one_write(backend: Backend) -> None:
+    a, _ = _pair(backend, Clock())
+    before = backend.stats.total
+    assert a.claim(KEY, False, _open).action == "run"
+    assert backend.stats.total - before == 1, backend.stats.snapshot()
+    rec, _ = backend.records.get(PARTITION, KEY)
+    assert rec["worker"] == "h1:1:gpu"
+
+
+def test_copy_while_the_claimant_runs_it_is_hidden_then_dropped_once_finished(
+        backend: Backend) -> None:
+    clock = Clock()
+    a, b = _pair(backend, clock)
+    _beat(backend.records, a.worker_id, 1.0, clock.now - 1, [])
+    assert a.claim(KEY, False, _open).action == "run"
+    clock.now += 1
+    _beat(backend.records, a.worker_id, 1.0, clock.now, [KEY])
+    v = b.claim(KEY, False, _open)
+    assert (v.action, v.hide_s) == ("hide", 3 * INTERVAL), v
+    assert a.claim(KEY, True, _open).action == "hide"  # a copy reaching the claimant itself
+    clock.now += 5
+    _beat(backend.records, a.worker_id, 1.0, clock.now, [])  # finished: no longer listed
+    assert b.claim(KEY, False, _open).action == "drop"
+    assert a.claim(KEY, False, _open).action == "drop"
+
+
+def test_heartbeat_older_than_the_claim_means_still_running(backend: Backend) -> None:
+    clock = Clock()
+    a, b = _pair(backend, clock)
+    _beat(backend.records, a.worker_id, 1.0, clock.now - 2, [])
+    assert a.claim(KEY, False, _open).action == "run"
+    assert b.claim(KEY, False, _open).action == "hide"
+
+
+def test_silent_claimant_is_taken_over_only_after_a_confirming_wait(backend: Backend) -> None:
+    clock = Clock()
+    a, b = _pair(backend, clock)
+    _beat(backend.records, a.worker_id, 1.0, clock.now, [KEY])
+    assert a.claim(KEY, False, _open).action == "run"
+    clock.now += 3 * INTERVAL + 1  # a went silent (killed, or the store was out)
+    assert b.claim(KEY, False, _open).action == "hide"  # no waiting allowed: look later
+    waits: list[float] = []
+
+    def wait(seconds: float) -> bool:
+        waits.append(seconds)
+        clock.now += seconds
+        return True
+
+    v = b.claim(KEY, False, _open, wait)
+    assert v.action == "run" and "gone" in v.reason, v
+    assert waits == [3 * INTERVAL]
+    assert backend.records.get(PARTITION, KEY)[0]["worker"] == b.worker_id
+
+
+def test_a_claimant_that_beats_again_while_confirming_keeps_its_claim(
+        backend: Backend) -> None:
+    clock = Clock()
+    a, b = _pair(backend, clock)
+    _beat(backend.records, a.worker_id, 1.0, clock.now, [KEY])
+    a.claim(KEY, False, _open)
+    clock.now += 3 * INTERVAL + 1  # a store outage: a's beats failed
+
+    def store_back(seconds: float) -> bool:
+        clock.now += seconds
+        _beat(backend.records, a.worker_id, 1.0, clock.now, [KEY])
+        return True
+
+    assert b.claim(KEY, False, _open, store_back).action == "hide"
+    assert backend.records.get(PARTITION, KEY)[0]["worker"] == a.worker_id
+    assert b.claim(KEY, False, _open, lambda s: False).action == "hide"  # shutting down
+
+
+def test_stopped_or_restarted_claimant_is_taken_over_at_once_if_the_attempt_is_open(
+        backend: Backend) -> None:
+    clock = Clock()
+    a, b = _pair(backend, clock)
+    _beat(backend.records, a.worker_id, 1.0, clock.now, [KEY])
+    a.claim(KEY, False, _open)
+    _beat(backend.records, a.worker_id, 1.0, clock.now, [], stopped=True)
+    assert b.claim(KEY, False, lambda: False).action == "drop"  # the attempt ended
+    assert b.claim(KEY, False, _open).action == "run"
+    # the same host and pid again (a restarted container): a new incarnation
+    again = Claims(backend.records, b.worker_id, 3.0, INTERVAL, clock=clock)
+    _beat(backend.records, b.worker_id, 3.0, clock.now, [])
+    assert again.claim(KEY, False, _open).action == "run"
+
+
+def test_given_back_claim_is_free_for_the_next_worker(backend: Backend) -> None:
+    clock = Clock()
+    a, b = _pair(backend, clock)
+    _beat(backend.records, a.worker_id, 1.0, clock.now, [KEY])
+    a.claim(KEY, False, _open)
+    assert a.give_back(KEY) and a.pending() == []
+    assert b.claim(KEY, False, _open).action == "run"
+    assert not a.give_back(KEY) or a.pending() == []  # not a's claim any more: left alone
+    assert backend.records.get(PARTITION, KEY)[0]["worker"] == b.worker_id
+
+
+def test_prune_removes_old_claims_only(backend: Backend) -> None:
+    backend.records.put(PARTITION, "old/t/1", {"worker": "w", "at": 10.0})
+    backend.records.put(PARTITION, "new/t/1", {"worker": "w", "at": 100_000.0})
+    assert prune(backend.records, 100_000.0, keep_s=3600) == 1
+    assert [k for k, _ in backend.records.list(PARTITION)] == ["new/t/1"]
+    backend.records.put(PARTITION, "old/t/2", {"worker": "w", "at": 10.0})
+    assert prune(backend.records, 100_010.0, keep_s=3600) == 0  # swept within the hour
+    backend.records.put(PARTITION, "new/t/1", {"worker": "w", "at": 103_000.0})
+    assert prune(backend.records, 104_000.0, keep_s=3600) == 1  # a new day: old/t/2 goes
+    assert [k for k, _ in backend.records.list(PARTITION)] == ["new/t/1"]
