@@ -76,7 +76,7 @@ def test_add_list_get_pause_resume_remove(fns: dict[str, Handler]) -> None:
                                                                    {"region": "eu"})
     assert added["next_run"] == "2026-03-02T01:00:00Z"
     as_object = add_body(name="daily", cron="@daily",
-                         definition={"name": "obj", "tasks": [{"name": "a"}]})
+                         definition={"name": "obj", "tasks": [{"name": "a", "kind": "noop"}]})
     assert call(fns["add_schedule"], "POST", "schedules", as_object)[0] == 201
     status, listed = call(fns["list_schedules"], "GET", "schedules")
     assert status == 200 and [s["name"] for s in listed["schedules"]] == ["daily", "hourly"]

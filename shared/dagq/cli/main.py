@@ -56,6 +56,13 @@ def cli(store: str | None, verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
+    from dagq.plugins import load_kinds_from_env
+
+    try:
+        load_kinds_from_env()
+    except DagqError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
 
 
 def main() -> None:
@@ -64,6 +71,7 @@ def main() -> None:
     from dagq.cli import files as _files  # noqa: F401
     from dagq.cli import run as _run  # noqa: F401
     from dagq.cli import schedule as _schedule  # noqa: F401
+    from dagq.cli import schema as _schema  # noqa: F401
     from dagq.cli import services as _services  # noqa: F401
     from dagq.cli import workflows as _workflows  # noqa: F401
 

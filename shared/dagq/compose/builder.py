@@ -8,7 +8,7 @@
         Chain(
             task(featurize, rows=1000),
             Group(task(train, model="gnn", queue="gpu"), task(train, model="rf")),
-            WithDelay(task(evaluate), delay=30),      # seconds
+            WithDelay(task(evaluate), delay_s=30),
         ),
         default_queue="cpu",
     )
@@ -65,6 +65,7 @@ def task(
     depends_on: Iterable[str] = (),
     workflow: SubWorkflow | Workflow | WorkflowDef | None = None,
     params: Mapping[str, Any] | None = None,
+    kind: str | None = None,
     **kwargs: Any,
 ) -> Task:
     """A task: a shell command (``cmd=``), a Python function, or a ``call=`` path.
@@ -73,7 +74,8 @@ def task(
     recorded as ``kwargs.call`` and the keyword arguments as ``kwargs.args`` (JSON). Use
     ``args={...}`` for arguments whose names clash with this function's keywords.
     For shell tasks the extra keyword arguments become extra ``kwargs`` keys (for
-    example ``bg_dirsync_to``, or keys a custom processor reads).
+    example ``bg_dirsync_to``, ``x_...`` keys of your own, or the keys of a custom
+    processor's kind). ``task("join", kind="noop")`` is a join that runs nothing.
 
     ``task("eu", workflow=etl.as_step(region="eu"))`` runs a child workflow made by a
     ``workflow_factory``; ``workflow=`` also takes a ``Workflow`` or ``WorkflowDef`` (run
@@ -92,6 +94,8 @@ def task(
         "retry_backoff_max_s": retry_backoff_max_s, "timeout_s": timeout_s,
         "delay_s": delay_s, "condition": condition, "dep_policy": dep_policy,
     }
+    if kind is not None:
+        options["kind"] = kind
     if isinstance(name_or_callable, str):
         if name is not None:
             raise DefinitionError([Problem(f"task({name_or_callable!r}, name={name!r}) gives "
@@ -211,6 +215,10 @@ class Workflow:
         params: Mapping[str, Any] | None = None,
         description: str | None = None,
     ) -> None:
+        if not isinstance(name, str):
+            raise DefinitionError([Problem(
+                f"Workflow() takes the workflow's name first, got {type(name).__name__}; "
+                "write Workflow(\"my-workflow\", ...steps)")])
         self.name = name
         self.steps = as_steps(steps, "Workflow")
         self.default_queue = default_queue

@@ -80,6 +80,8 @@ class TaskDef:
     """Set when the task runs a child workflow."""
     merge: bool = False
     """True for merge nodes: the engine completes them itself, no worker involved."""
+    kind: str | None = None
+    """Explicit task kind (``noop`` for a join); ``None`` infers it (see ``dagq.core.kinds``)."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dagq.core.rules import (
     queue_problem,
     task_name_problem,
 )
+from dagq.core.task_checks import task_problems, workflow_problems
 from dagq.core.transforms import cycle_through, nested_problem, strongly_connected
 from dagq.errors import ConditionError, Problem
 
@@ -127,6 +128,8 @@ class _Checker:
             self.add(f"result_policy must be one of {', '.join(_RESULT_POLICIES)}, got "
                      f"{describe(d.result_policy)}{hint}", p + "result_policy")
         self.mapping(d.params, p + "params", None)
+        for message, at in workflow_problems(d):
+            self.add(message, p + at)
         if d.description is not None and not isinstance(d.description, str):
             self.add(f"description must be a string, got {describe(d.description)}",
                      p + "description")
@@ -183,6 +186,8 @@ class _Checker:
                      (i, "condition"), name)
         if t.workflow is not None:
             self.check_subworkflow(i, t)
+        for message, at in task_problems(t, kind=(i, "kind") not in skip):
+            self.add(message, (i, at), name)
         if t.merge is True:
             extra = [f for f, v in (("kwargs", t.kwargs), ("condition", t.condition),
                                     ("workflow", t.workflow)) if v]

@@ -7,14 +7,13 @@ Write your own by subclassing ``Processor`` and start workers with
 
 from __future__ import annotations
 
-import importlib
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dagq.core.kinds import TaskKind
 from dagq.errors import ConfigError
 from dagq.protocol.messages import TaskMessage
 from dagq.worker.process import ProcessResult, run_process
@@ -59,7 +58,15 @@ class Outcome:
 
 
 class Processor:
-    """Base class: run one task attempt."""
+    """Base class: run one task attempt.
+
+    A processor that reads ``kwargs`` keys of its own declares them as ``task_kind``
+    (a ``dagq.core.kinds.TaskKind``) so that definitions using them validate; name it
+    in ``DAGQ_TASK_KINDS`` for the processes that validate (CLI, coordinator).
+    """
+
+    task_kind: TaskKind | None = None
+    """The kind of task this processor runs and the ``kwargs`` keys it reads, if any."""
 
     def handles(self, message: TaskMessage) -> bool:
         """True if this processor can run ``message`` (first match wins)."""
@@ -121,18 +128,14 @@ class NoopProcessor(Processor):
 
 def load_processor(spec: str) -> Processor:
     """Instantiate ``module:Class`` (a ``Processor`` subclass); ``ConfigError`` if it fails."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ConfigError(f"--processor {spec!r} must look like 'package.module:ClassName'")
-    if "" not in sys.path:
-        sys.path.insert(0, "")
-    try:
-        cls = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"--processor {spec!r} cannot be imported: {exc}") from None
+    from dagq.plugins import import_attr, register_or_fail
+
+    cls = import_attr(spec, "--processor", "mypkg.procs:SparkProcessor")
     proc = cls()
     if not isinstance(proc, Processor):
         raise ConfigError(f"--processor {spec!r} is not a dagq.worker.Processor subclass")
+    if proc.task_kind is not None:
+        register_or_fail(proc.task_kind, f"--processor {spec!r}")
     return proc
 
 

@@ -1,0 +1,66 @@
+"""Custom task kinds from import paths: ``DAGQ_TASK_KINDS`` and ``--kinds``.
+
+Every process that validates definitions (the CLI, the coordinator, the Functions app)
+must know the kinds your custom processors declare, or tasks of those kinds are
+refused. ``DAGQ_TASK_KINDS=pkg.mod:SPARK,pkg.other:MyProcessor`` names them; each
+entry is a ``TaskKind``, a list of them, or a ``Processor`` class whose ``task_kind``
+attribute is one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dagq.core.kinds import TaskKind, register_kind
+from dagq.errors import ConfigError
+
+ENV = "DAGQ_TASK_KINDS"
+
+
+def import_attr(spec: str, what: str, example: str) -> Any:
+    """The object ``module:attr`` names (the working directory is importable);
+    ``ConfigError`` naming ``what`` (the flag or variable) if it cannot be had."""
+    module_name, _, attr = spec.strip().partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"{what} {spec!r} must look like 'package.module:NAME', e.g. "
+                          f"{example!r}")
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{what} {spec!r} cannot be imported: {exc}") from None
+
+
+def register_or_fail(kind: TaskKind, what: str) -> None:
+    """``register_kind`` with a clash reported as a ``ConfigError`` naming ``what``."""
+    try:
+        register_kind(kind)
+    except ValueError as exc:
+        raise ConfigError(f"{what}: {exc}") from None
+
+
+def load_kinds(specs: Iterable[str], *, what: str = ENV) -> list[TaskKind]:
+    """Import and register the kinds named by ``specs`` (``module:attr`` each)."""
+    loaded: list[TaskKind] = []
+    for spec in specs:
+        value = import_attr(spec, what, "mypkg.kinds:SPARK")
+        value = getattr(value, "task_kind", value)
+        kinds = list(value) if isinstance(value, list | tuple) else [value]
+        for kind in kinds:
+            if not isinstance(kind, TaskKind):
+                raise ConfigError(f"{what} {spec!r} is not a TaskKind, a list of them or a "
+                                  "Processor class with a task_kind")
+            register_or_fail(kind, f"{what} {spec!r}")
+            loaded.append(kind)
+    return loaded
+
+
+def load_kinds_from_env(env: Mapping[str, str] | None = None) -> list[TaskKind]:
+    """Register the kinds named by ``DAGQ_TASK_KINDS`` (comma-separated; unset: none)."""
+    raw = (os.environ if env is None else env).get(ENV, "")
+    return load_kinds([s for s in raw.split(",") if s.strip()])
