@@ -12,13 +12,14 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dagq.core import engine
 from dagq.core.engine.state import WorkflowState, dumps, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
+from dagq.core.params import apply_params
 from dagq.core.parse import definition_hash
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.core.validate import validate
@@ -84,13 +85,17 @@ class WorkflowClient:
         parent: engine.ParentLink | None = None,
         extra: dict[str, Any] | None = None,
         start_delay_s: float = 0.0,
+        params: Mapping[str, Any] | None = None,
     ) -> Submitted:
         """Validate and store a new workflow, then ask the coordinator to start it.
 
         With ``workflow_id`` the call is idempotent: the same definition returns the
         existing id (``created=False``); a different one raises ``IdConflict``.
-        Invalid definitions raise ``DefinitionError`` and write nothing.
+        Invalid definitions raise ``DefinitionError`` and write nothing. ``params`` are
+        run parameters over the definition's own ``params``; declared defaults are
+        filled in, and unknown, missing or ill-typed parameters are errors.
         """
+        defn = apply_params(defn, params)
         problems = validate(defn)
         if problems:
             raise DefinitionError(problems)

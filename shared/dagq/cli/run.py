@@ -16,6 +16,7 @@ from rich.text import Text
 
 from dagq.backends.wiring import backend_from_settings
 from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.params import param_option, with_params
 from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
@@ -79,14 +80,15 @@ class LocalRuntime:
               help="Worker slots per queue.")
 @click.option("--processor", "processors", multiple=True, metavar="MODULE:CLASS",
               help="Custom processor tried before the built-in ones (repeatable).")
+@param_option
 @store_option
 @click.pass_context
 @handle_errors
 def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
-        processors: tuple[str, ...], store: str | None) -> None:
+        processors: tuple[str, ...], params: tuple[str, ...], store: str | None) -> None:
     """Run FILE to the end with live progress; exit 0 if it completed. Ctrl-C cancels it."""
     settings = settings_from(ctx, store)
-    defn = load_file(file)
+    defn = with_params(load_file(file), params)
     backend = backend_from_settings(settings)
     client = WorkflowClient(backend)
     runtime = LocalRuntime(backend, settings, queues_of(defn), workers, processors)

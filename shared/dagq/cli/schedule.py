@@ -13,6 +13,7 @@ import click
 
 from dagq.backends.wiring import backend_from_settings
 from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.params import cli_params
 from dagq.compose.loader import load_file
 from dagq.core.schedule.policy import CATCHUP_POLICIES, OVERLAP_POLICIES, ScheduleSpec
 from dagq.schedules.store import ScheduleStore, detail, summary, utc_text
@@ -29,21 +30,6 @@ def _now() -> datetime:
 
 def _emit(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, default=str))
-
-
-def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
-    """``k=v`` pairs; a value that is valid JSON is taken as JSON, otherwise as a string."""
-    params: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE (e.g. --param region=eu)",
-                                     param_hint="--param")
-        try:
-            params[key] = json.loads(raw)
-        except ValueError:
-            params[key] = raw
-    return params
 
 
 @cli.group()
@@ -63,19 +49,20 @@ def schedule() -> None:
 @click.option("--catchup", type=click.Choice(CATCHUP_POLICIES), default="none",
               show_default=True, help="What to do with fire times missed while not running.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Parameter for every run (VALUE is JSON when valid, else a string).")
+              help="Parameter for every run, typed like `dagq submit --param`; "
+                   "{schedule.time} and {schedule.date} in a value become the fire time.")
 @store_option
 @click.pass_context
 @handle_errors
 def add(ctx: click.Context, name: str, file: str, cron: str, timezone: str, overlap: str,
         catchup: str, params: tuple[str, ...], store: str | None) -> None:
     """Add schedule NAME running the workflow in FILE whenever --cron fires."""
-    values = parse_params(params)
+    defn = load_file(file)
+    values = cli_params(defn, params)
     now = _now()
     spec = ScheduleSpec.from_record({
         "name": name, "cron": cron, "timezone": timezone, "overlap": overlap,
         "catchup": catchup, "params": values, "created_at": now.isoformat()})
-    defn = load_file(file)
     sched = _store(ctx, store).add(spec, defn)
     click.echo(name)
     click.echo(f"added schedule {name!r} ({defn.name}); next run at "

@@ -12,6 +12,7 @@ import click
 
 from dagq.backends.wiring import backend_from_settings
 from dagq.cli.main import cli, handle_errors, settings_from, store_option
+from dagq.cli.params import param_option, with_params
 from dagq.cli.render import print_status, print_table, progress_bar
 from dagq.client import WorkflowClient, row_summary
 from dagq.compose.loader import load_file
@@ -55,11 +56,13 @@ def validate(files: tuple[str, ...]) -> None:
               help="Restructure tasks with more dependencies than this into batches.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=20, show_default=True,
               help="Submissions in flight at once.")
+@param_option
 @store_option
 @click.pass_context
 @handle_errors
 def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
-           max_fan_in: int | None, concurrency: int, store: str | None) -> None:
+           max_fan_in: int | None, concurrency: int, params: tuple[str, ...],
+           store: str | None) -> None:
     """Submit workflow FILES (or paths read from stdin); print one id per line."""
     paths = list(files)
     if not paths and not sys.stdin.isatty():
@@ -72,7 +75,7 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
     failed = False
     for path in paths:  # validate everything first: bad input writes nothing
         try:
-            defn = load_file(path)
+            defn = with_params(load_file(path), params)
             if max_fan_in is not None:  # a definition the transform refuses is bad input too
                 sequentialize_fan_in(defn, max_fan_in)
             defs.append(defn)

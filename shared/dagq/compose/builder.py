@@ -214,6 +214,7 @@ class Workflow:
         result_policy: ResultPolicy = "all_sinks_succeed",
         params: Mapping[str, Any] | None = None,
         description: str | None = None,
+        parameters: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         if not isinstance(name, str):
             raise DefinitionError([Problem(
@@ -227,6 +228,8 @@ class Workflow:
         self.result_policy: ResultPolicy = result_policy
         self.params = dict(params or {})
         self.description = description
+        self.parameters = {k: dict(v) for k, v in (parameters or {}).items()}
+        """Declared parameters (``{name: {type, default, required, description}}``)."""
 
     def build(self) -> WorkflowDef:
         """Compile to a validated ``WorkflowDef``; ``DefinitionError`` lists every problem."""
@@ -235,7 +238,7 @@ class Workflow:
             default_queue=self.default_queue,
             default_task_timeout_s=self.default_task_timeout_s,
             max_parallelism=self.max_parallelism, result_policy=self.result_policy,
-            params=self.params, description=self.description,
+            params=self.params, description=self.description, parameters=self.parameters,
         )
         problems = validate(defn)
         if problems:
@@ -249,6 +252,8 @@ class Workflow:
         return dump_yaml(self.build())
 
     def submit(self, client: WorkflowClient, *, workflow_id: str | None = None,
-               max_fan_in: int | None = None) -> str:
-        """Submit through ``client`` (a ``WorkflowClient``); returns the workflow id."""
-        return client.submit(self.build(), workflow_id=workflow_id, max_fan_in=max_fan_in).id
+               max_fan_in: int | None = None, params: Mapping[str, Any] | None = None) -> str:
+        """Submit through ``client`` (a ``WorkflowClient``) with run ``params``; returns
+        the workflow id."""
+        return client.submit(self.build(), workflow_id=workflow_id, max_fan_in=max_fan_in,
+                             params=params).id

@@ -33,7 +33,7 @@ from dagq.core.yaml_source import (
 from dagq.errors import DefinitionError, Problem
 
 WORKFLOW_FIELDS = ("$schema", "name", "description", "default_queue", "default_task_timeout_s",
-                   "max_parallelism", "result_policy", "params", "tasks")
+                   "max_parallelism", "result_policy", "params", "parameters", "tasks")
 TASK_FIELDS = ("name", "kwargs", "depends_on", "queue", "dep_policy", "condition", "num_retries",
                "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "workflow",
                "params", "merge", "kind")
@@ -216,6 +216,8 @@ def definition_to_dict(defn: WorkflowDef, *, factories: bool = False) -> dict[st
         out["result_policy"] = defn.result_policy
     if defn.params:
         out["params"] = _plain(defn.params)
+    if defn.parameters:
+        out["parameters"] = _plain(defn.parameters)
     out["tasks"] = [_task_to_dict(t, factories) for t in defn.tasks]
     return out
 

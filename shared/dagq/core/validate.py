@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from dagq.core.condition import cached_condition
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
+from dagq.core.params import definition_problems
 from dagq.core.rules import (
     describe,
     json_problems,
@@ -108,6 +109,9 @@ class _Checker:
         for i, t in good:
             self.check_task(i, t)
         self.check_graph(good)
+        for message, index, at in definition_problems(self.defn):
+            self.add(message, (index, at) if index is not None else self.prefix + at,
+                     getattr(tasks[index], "name", None) if index is not None else None)
         return self.problems
 
     def check_workflow(self) -> None:

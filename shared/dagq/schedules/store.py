@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dagq.core.model import OutputRef, WorkflowDef
+from dagq.core.params import apply_params
 from dagq.core.parse import canonical_json, definition_from_dict, definition_to_dict
 from dagq.core.schedule.policy import ScheduleSpec, run_id, upcoming
 from dagq.core.validate import validate
@@ -114,11 +115,23 @@ class Schedule:
         """Workflow id of the latest run, if any."""
         return None if self.last_run is None else run_id(self.name, self.last_run)
 
-    def run_definition(self) -> WorkflowDef:
-        """The definition a run starts: the schedule's params over the workflow's own."""
+    def run_definition(self, fire_time: datetime | None = None) -> WorkflowDef:
+        """The definition a run starts: the schedule's params over the workflow's own,
+        with ``{schedule.time}`` (UTC, ISO 8601) and ``{schedule.date}`` (the date in
+        the schedule's time zone) in string values replaced for ``fire_time``."""
         if not self.spec.params:
             return self.definition
-        return replace(self.definition, params={**self.definition.params, **self.spec.params})
+        params = dict(self.spec.params)
+        if fire_time is not None:
+            local = fire_time.astimezone(self.spec.zone)
+            marks = {"{schedule.time}": utc_text(fire_time) or "",
+                     "{schedule.date}": local.date().isoformat()}
+            for key, value in params.items():
+                if isinstance(value, str) and "{schedule." in value:
+                    for mark, text in marks.items():
+                        value = value.replace(mark, text)
+                    params[key] = value
+        return replace(self.definition, params={**self.definition.params, **params})
 
     def next_fires(self, now: datetime, count: int) -> list[datetime]:
         """The next ``count`` fire times after ``now`` (and after the last handled one)."""
@@ -173,7 +186,7 @@ class ScheduleStore:
     def add(self, spec: ScheduleSpec, definition: WorkflowDef) -> Schedule:
         """Store a new schedule; raises ``ScheduleExists`` when the name is taken and
         ``DefinitionError`` when the definition cannot be stored as data."""
-        problems = validate(replace(definition, params={**definition.params, **spec.params}))
+        problems = validate(apply_params(definition, spec.params))
         if problems:
             raise DefinitionError(problems, source=f"schedule {spec.name!r}")
         try:

@@ -167,8 +167,8 @@ class Ticker:
         failed: list[MissedEntry] = []
         if not decision.fire:
             return fired, runs, failed
-        defn = sched.run_definition()
         for t in decision.fire:
+            defn = sched.run_definition(t)
             rid = run_id(sched.name, t)
             extra = {"schedule": sched.name, "fire_time": utc_text(t)}
             try:
