@@ -30,7 +30,8 @@ STORAGE = {**AZURE, "DAGQ_COORDINATOR_TRIGGER": "storage_queue"}
 HTTP_NAMES = {"submit_workflow", "validate_workflow", "list_workflows", "get_workflow",
               "list_tasks", "cancel_workflow", "retry_workflow", "health", "openapi",
               "list_schedules", "add_schedule", "get_schedule", "remove_schedule",
-              "pause_schedule", "resume_schedule"}
+              "pause_schedule", "resume_schedule", "trigger_schedule", "backfill_schedule",
+              "update_schedule"}
 ALWAYS = HTTP_NAMES | {"schedule_ticker"}
 """Functions registered whatever the coordinator trigger."""
 

@@ -52,3 +52,93 @@ def test_a_schedule_missing_a_required_parameter_is_refused(store: ScheduleStore
         store.add(make_spec("rep", params={"day": "x"}), PARAMETERISED)
     assert run_id("rep", T0)  # the name stays free
     assert store.names() == []
+
+
+def ids(backend: SqliteBackend, name: str) -> list[str]:
+    return sorted(r.id for r in backend.index.query() if r.id.startswith(f"sched-{name}-"))
+
+
+def finish(backend: SqliteBackend, workflow_id: str) -> None:
+    backend.index.update_progress(workflow_id, status="completed", counts={"completed": 2},
+                                  updated_at=0.0)
+
+
+def test_resume_records_the_paused_fire_times_as_missed_and_replays_none(
+        backend: SqliteBackend, store: ScheduleStore, workflow: WorkflowDef,
+        clock: Clock) -> None:
+    store.add(make_spec("hourly", catchup="all", overlap="allow"), workflow)
+    ticker = Ticker(backend, clock.time)
+    ticker.tick(MIDNIGHT + H + timedelta(seconds=5))
+    assert ids(backend, "hourly") == [run_id("hourly", MIDNIGHT + H)]
+    store.pause("hourly")
+    assert ticker.tick(MIDNIGHT + 3 * H).fired == []
+    store.resume("hourly", MIDNIGHT + 4 * H + timedelta(minutes=30))
+    sched = store.get("hourly")
+    assert [(m.fire_time, m.reason) for m in sched.missed] == [
+        (MIDNIGHT + 2 * H, "paused"), (MIDNIGHT + 3 * H, "paused"),
+        (MIDNIGHT + 4 * H, "paused")]
+    assert ticker.tick(MIDNIGHT + 4 * H + timedelta(minutes=31)).fired == []  # catchup all
+    report = ticker.tick(MIDNIGHT + 5 * H + timedelta(seconds=5))
+    assert [f.fire_time for f in report.fired] == [MIDNIGHT + 5 * H]
+
+
+def test_the_catchup_window_bounds_what_counts_as_on_time(
+        backend: SqliteBackend, store: ScheduleStore, workflow: WorkflowDef,
+        clock: Clock) -> None:
+    every_10s = "*/10 * * * * *"
+    store.add(make_spec("fixed", cron=every_10s, overlap="allow"), workflow)
+    store.add(make_spec("tight", cron=every_10s, overlap="allow", catchup_window_s=5),
+              workflow)
+    ticker = Ticker(backend, clock.time)
+    ticker.tick(T0 + timedelta(seconds=1))  # 00:00:31: nothing due yet
+    report = ticker.tick(T0 + timedelta(seconds=41))  # a 40-second outage
+    by = {n: [f.fire_time for f in report.fired if f.schedule == n] for n in ("fixed", "tight")}
+    assert len(by["fixed"]) == 4  # the fixed 60 s window counts all four as on time
+    assert by["tight"] == [MIDNIGHT + timedelta(seconds=70)]
+    tight = store.get("tight")
+    assert [m.reason for m in tight.missed] == ["catchup"] * 3
+
+
+def test_buffer_one_keeps_the_latest_time_until_the_previous_run_ends(
+        backend: SqliteBackend, store: ScheduleStore, workflow: WorkflowDef,
+        clock: Clock) -> None:
+    store.add(make_spec("q", overlap="buffer_one"), workflow)
+    ticker = Ticker(backend, clock.time)
+    first = ticker.tick(MIDNIGHT + H + timedelta(seconds=5)).fired[0].run_id
+    assert ticker.tick(MIDNIGHT + 2 * H + timedelta(seconds=5)).fired == []
+    assert store.get("q").buffered == MIDNIGHT + 2 * H
+    assert ticker.tick(MIDNIGHT + 3 * H + timedelta(seconds=5)).fired == []
+    sched = store.get("q")
+    assert sched.buffered == MIDNIGHT + 3 * H  # one kept: the 02:00 run is superseded
+    assert [(m.fire_time, m.reason) for m in sched.missed] == [(MIDNIGHT + 2 * H,
+                                                                "superseded")]
+    finish(backend, first)
+    report = ticker.tick(MIDNIGHT + 3 * H + timedelta(minutes=10))
+    assert [f.fire_time for f in report.fired] == [MIDNIGHT + 3 * H]
+    assert store.get("q").buffered is None
+
+
+def test_trigger_backfill_and_update(backend: SqliteBackend, store: ScheduleStore,
+                                     workflow: WorkflowDef) -> None:
+    import pytest
+    from dagq.errors import CronError
+    from dagq.schedules import actions
+
+    store.add(make_spec("daily", cron="0 6 * * *", params={"region": "{schedule.date}"},
+                        history=3), workflow)
+    now = T0 + timedelta(minutes=10, microseconds=7)
+    started = actions.trigger(backend, "daily", now)
+    assert started.run_id == run_id("daily", now.replace(microsecond=0))
+    assert params_of(backend, started.run_id)["region"] == "2026-03-02"
+    week = [r.run_id for r in actions.backfill(backend, "daily", T0 - 7 * 24 * H, T0, now)]
+    assert len(week) == 7 and week[0] == run_id("daily", MIDNIGHT - 7 * 24 * H + 6 * H)
+    again = actions.backfill(backend, "daily", T0 - 7 * 24 * H, T0, now)
+    assert [r.created for r in again] == [False] * 7  # idempotent run ids
+    assert len(store.get("daily").runs) == 3  # history: 3
+    with pytest.raises(CronError, match="more than 1000 fire times"):
+        actions.backfill(backend, "daily", T0 - 3000 * 24 * H, T0, now)
+    before = store.get("daily")
+    changed = store.change_spec("daily", make_spec("daily", cron="0 7 * * *", history=10))
+    assert (changed.spec.cron, changed.runs, changed.last_fire) == (
+        "0 7 * * *", before.runs, before.last_fire)
+    assert store.get("daily").spec.history == 10
