@@ -187,3 +187,17 @@ def test_trigger_backfill_and_update_from_the_cli(dagq: Run, flow: str) -> None:
     assert len(info["runs"]) == 4  # the trigger and the three backfilled days
     bad = dagq("schedule", "update", "daily", "--cron", "61 * * * *", ok=False)
     assert bad.returncode == 1
+
+
+def test_a_schedule_named_by_its_factory(dagq: Run, flow: str, env: dict[str, str]) -> None:
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    dagq("schedule", "add", "fact", "--factory", "tests.schedules.factories:nightly",
+         "--cron", "0 1 * * *", "--param", "day={schedule.date}", "--param", "shards=1")
+    info = as_json(dagq("schedule", "show", "fact", "--json"))
+    assert info["params"] == {"day": "{schedule.date}", "shards": 1}
+    assert info["workflow"].startswith("nightly-")
+    for args in ((flow, "--factory", "tests.schedules.factories:nightly"), ()):
+        bad = dagq("schedule", "add", "x", *args, "--cron", "@daily", ok=False)
+        assert bad.returncode == 1 and "FILE or as --factory" in bad.stderr
+    bad = dagq("schedule", "add", "y", "--factory", "nope.mod:fn", "--cron", "@daily", ok=False)
+    assert bad.returncode == 1 and "cannot import 'nope.mod:fn'" in bad.stderr

@@ -142,3 +142,31 @@ def test_trigger_backfill_and_update(backend: SqliteBackend, store: ScheduleStor
     assert (changed.spec.cron, changed.runs, changed.last_fire) == (
         "0 7 * * *", before.runs, before.last_fire)
     assert store.get("daily").spec.history == 10
+
+
+def test_a_schedule_can_build_its_workflow_with_a_factory_at_each_fire_time(
+        backend: SqliteBackend, store: ScheduleStore, clock: Clock) -> None:
+    from dagq.schedules.store import Schedule
+
+    from tests.schedules import factories
+
+    spec = make_spec("fact", cron="0 1 * * *", factory="tests.schedules.factories:nightly",
+                     overlap="allow",
+                     params={"day": "{schedule.date}", "shards": 3})
+    sample = Schedule(spec=spec, definition=WorkflowDef("", ())).run_definition(T0)
+    store.add(spec, sample)
+    factories.CALLS.clear()
+    ticker = Ticker(backend, clock.time)
+    for day in (2, 3):
+        report = ticker.tick(MIDNIGHT + (24 * (day - 2) + 1) * H + timedelta(seconds=5))
+        [fired] = report.fired
+        defn = WorkflowClient(backend).state(fired.run_id).definition
+        assert defn.name == f"nightly-2026-03-0{day}"
+        assert [t.name for t in defn.tasks] == ["shard-0", "shard-1", "shard-2"]
+    assert factories.CALLS == ["2026-03-02", "2026-03-03"]
+    store.add(make_spec("bad", cron="0 1 * * *", factory="tests.schedules.factories:broken",
+                        params={"day": "x"}, created_at=MIDNIGHT + 48 * H), sample)
+    report = ticker.tick(MIDNIGHT + 49 * H + timedelta(seconds=5))
+    assert [f.schedule for f in report.fired] == ["fact"]
+    [miss] = store.get("bad").missed
+    assert miss.reason == "error" and "no data for x" in miss.detail

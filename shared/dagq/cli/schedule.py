@@ -13,12 +13,14 @@ import click
 
 from dagq.backends.wiring import backend_from_settings
 from dagq.cli.main import cli, handle_errors, settings_from, store_option
-from dagq.cli.params import cli_params
+from dagq.cli.params import cli_params, split_params
 from dagq.compose.loader import load_file
+from dagq.core.model import WorkflowDef
+from dagq.core.params import parse_cli_value
 from dagq.core.schedule.policy import CATCHUP_POLICIES, OVERLAP_POLICIES, ScheduleSpec
 from dagq.ports import Backend
 from dagq.schedules import actions
-from dagq.schedules.store import ScheduleStore, detail, summary, utc_text
+from dagq.schedules.store import Schedule, ScheduleStore, detail, summary, utc_text
 from dagq.schedules.ticker import Ticker, TickReport
 
 
@@ -41,7 +43,10 @@ def schedule() -> None:
 
 @schedule.command()
 @click.argument("name")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--factory", default=None, metavar="MODULE:FUNCTION",
+              help="Build the workflow at each fire time by calling this Python function "
+                   "with the run's params (instead of FILE).")
 @click.option("--cron", "cron", required=True, metavar="EXPR",
               help="6-field (seconds first) or 5-field cron expression, or a macro (@daily).")
 @click.option("--timezone", "timezone", default="UTC", show_default=True,
@@ -61,17 +66,26 @@ def schedule() -> None:
 @store_option
 @click.pass_context
 @handle_errors
-def add(ctx: click.Context, name: str, file: str, cron: str, timezone: str, overlap: str,
-        catchup: str, params: tuple[str, ...], window: float | None, history: int,
-        store: str | None) -> None:
-    """Add schedule NAME running the workflow in FILE whenever --cron fires."""
-    defn = load_file(file)
-    values = cli_params(defn, params)
+def add(ctx: click.Context, name: str, file: str | None, factory: str | None, cron: str,
+        timezone: str, overlap: str, catchup: str, params: tuple[str, ...],
+        window: float | None, history: int, store: str | None) -> None:
+    """Add schedule NAME running the workflow in FILE (or built by --factory) whenever
+    --cron fires."""
+    if (file is None) == (factory is None):
+        raise click.UsageError("give the workflow as FILE or as --factory MODULE:FUNCTION "
+                               "(one of them)")
     now = _now()
-    spec = ScheduleSpec.from_record({
-        "name": name, "cron": cron, "timezone": timezone, "overlap": overlap,
-        "catchup": catchup, "params": values, "created_at": now.isoformat(),
-        "catchup_window_s": window, "history": history})
+    record = {"name": name, "cron": cron, "timezone": timezone, "overlap": overlap,
+              "catchup": catchup, "created_at": now.isoformat(),
+              "catchup_window_s": window, "history": history, "factory": factory}
+    if file is not None:
+        defn = load_file(file)
+        spec = ScheduleSpec.from_record({**record, "params": cli_params(defn, params)})
+    else:
+        values = dict(split_params(params))  # the factory's keyword arguments
+        spec = ScheduleSpec.from_record({**record, "params": {
+            k: parse_cli_value(WorkflowDef("", ()), k, v) for k, v in values.items()}})
+        defn = Schedule(spec=spec, definition=WorkflowDef("", ())).run_definition(now)
     sched = _store(ctx, store).add(spec, defn)
     click.echo(name)
     click.echo(f"added schedule {name!r} ({defn.name}); next run at "

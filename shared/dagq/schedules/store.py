@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from dagq.core.model import OutputRef, WorkflowDef
+from dagq.core.model import OutputRef, SubWorkflow, WorkflowDef
 from dagq.core.params import apply_params
 from dagq.core.parse import canonical_json, definition_from_dict, definition_to_dict
 from dagq.core.schedule.policy import ScheduleSpec, paused_times, run_id, upcoming
@@ -121,8 +121,12 @@ class Schedule:
     def run_definition(self, fire_time: datetime | None = None) -> WorkflowDef:
         """The definition a run starts: the schedule's params over the workflow's own,
         with ``{schedule.time}`` (UTC, ISO 8601) and ``{schedule.date}`` (the date in
-        the schedule's time zone) in string values replaced for ``fire_time``."""
-        if not self.spec.params:
+        the schedule's time zone) in string values replaced for ``fire_time``.
+
+        A schedule with a ``factory`` builds its definition now, by calling the factory
+        with those params (``DagqError`` when it cannot be imported, raises or returns
+        something invalid)."""
+        if not self.spec.params and self.spec.factory is None:
             return self.definition
         params = dict(self.spec.params)
         if fire_time is not None:
@@ -134,6 +138,10 @@ class Schedule:
                     for mark, text in marks.items():
                         value = value.replace(mark, text)
                     params[key] = value
+        if self.spec.factory is not None:
+            from dagq.compose.factory import resolve_child
+
+            return resolve_child(SubWorkflow(factory=self.spec.factory, params=params))
         return replace(self.definition, params={**self.definition.params, **params})
 
     def next_fires(self, now: datetime, count: int) -> list[datetime]:

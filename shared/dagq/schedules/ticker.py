@@ -25,7 +25,6 @@ from dagq.client import WorkflowClient
 from dagq.core.schedule.policy import TickDecision, decide_tick, run_id
 from dagq.errors import (
     DagqError,
-    DefinitionError,
     IdConflict,
     PreconditionFailed,
     WorkflowNotFound,
@@ -168,12 +167,12 @@ class Ticker:
         if not decision.fire:
             return fired, runs, failed
         for t in decision.fire:
-            defn = sched.run_definition(t)
             rid = run_id(sched.name, t)
             extra = {"schedule": sched.name, "fire_time": utc_text(t)}
             try:
+                defn = sched.run_definition(t)
                 done = self.client.submit(defn, workflow_id=rid, extra=extra)
-            except (DefinitionError, IdConflict) as exc:
+            except (DagqError, IdConflict) as exc:
                 # A rejected submission would fail again on every tick: record it as missed.
                 failed.append(MissedEntry(t, "error", str(exc)[:_DETAIL_CHARS]))
                 continue
