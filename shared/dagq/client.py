@@ -284,5 +284,6 @@ def task_summary(view: Any) -> dict[str, Any]:
         "name": view.name, "status": view.status, "queue": view.queue,
         "attempt": view.attempt, "error": view.error, "note": view.note,
         "dispatched_at": view.dispatched_at, "finished_at": view.finished_at,
+        "due_at": view.due_at,
         "has_output": view.output is not None or view.output_ref is not None,
     }

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -59,10 +61,21 @@ def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
             ccol = STATUS_COLOURS.get(c["status"], "white")
             out.print(f"{indent}└─ {c['id']} (task {c.get('parent_task')}) "
                       f"[{ccol}]{c['status']}[/] {counts_text(c['counts'])}", soft_wrap=True)
+    now = time.time()
     print_table(["name", "status", "queue", "attempt", "detail"], [
         [t["name"], t["status"], t["queue"], t["attempt"],
-         ((t.get("error") or t.get("note") or "").splitlines() or [""])[0][:70]]
+         due_text(t.get("due_at"), now)
+         or ((t.get("error") or t.get("note") or "").splitlines() or [""])[0][:70]]
         for t in tasks])
+
+
+def due_text(due_at: float | None, now: float) -> str:
+    """``delayed: due at 2026-12-01T10:00:00Z (in 42s)`` for an attempt still waiting
+    out its delay, else ``""``."""
+    if due_at is None or due_at <= now:
+        return ""
+    when = datetime.fromtimestamp(due_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"delayed: due at {when} (in {due_at - now:.0f}s)"
 
 
 @contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -13,7 +14,7 @@ import click
 from dagq.backends.wiring import backend_from_settings
 from dagq.cli.main import cli, handle_errors, settings_from, store_option
 from dagq.cli.params import param_option, with_params
-from dagq.cli.render import print_status, print_table, progress_bar
+from dagq.cli.render import due_text, print_status, print_table, progress_bar
 from dagq.client import WorkflowClient, row_summary
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
@@ -157,9 +158,11 @@ def tasks(ctx: click.Context, workflow_id: str, prefix: str | None, status_: str
     if as_json:
         emit_json(rows)
         return
+    now = time.time()
     print_table(["name", "status", "queue", "attempt", "error"], [
-        [r["name"], r["status"], r["queue"], r["attempt"],
-         (r["error"] or r["note"] or "").splitlines()[0][:60] if (r["error"] or r["note"]) else ""]
+        [r["name"], r["status"], r["queue"], r["attempt"], due_text(r.get("due_at"), now) or (
+            (r["error"] or r["note"] or "").splitlines()[0][:60] if (r["error"] or r["note"])
+            else "")]
         for r in rows])
 
 
