@@ -60,6 +60,16 @@ def load_kinds(specs: Iterable[str], *, what: str = ENV) -> list[TaskKind]:
     return loaded
 
 
+def processor_kinds(specs: Iterable[str]) -> None:
+    """Register the ``task_kind`` of each ``--processor`` class, before the definitions
+    that use it are validated (processors without one are fine)."""
+    for spec in specs:
+        kind = getattr(import_attr(spec, "--processor", "mypkg.procs:SparkProcessor"),
+                       "task_kind", None)
+        if isinstance(kind, TaskKind):
+            register_or_fail(kind, f"--processor {spec!r}")
+
+
 def load_kinds_from_env(env: Mapping[str, str] | None = None) -> list[TaskKind]:
     """Register the kinds named by ``DAGQ_TASK_KINDS`` (comma-separated; unset: none)."""
     raw = (os.environ if env is None else env).get(ENV, "")

@@ -45,3 +45,12 @@ def test_custom_kinds_validate_and_appear_in_the_schema(tmp_path: Path) -> None:
     bad = dagq(tmp_path, "validate", "job.yaml", DAGQ_TASK_KINDS="nomodule:X")
     assert bad.returncode == 1
     assert "DAGQ_TASK_KINDS 'nomodule:X' cannot be imported" in bad.stderr
+
+
+def test_dagq_run_learns_the_kind_of_its_processors(tmp_path: Path) -> None:
+    root = str(Path(__file__).resolve().parents[2])
+    (tmp_path / "s.yaml").write_text("name: s\ntasks:\n- {name: a, kwargs: {shout: hi}}\n")
+    out = dagq(tmp_path, "run", "s.yaml", "--id", "s1", "--processor",
+               "tests.compose.sample_tasks:ShoutProcessor", PYTHONPATH=root)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(dagq(tmp_path, "output", "s1", "a").stdout)["text"] == "HI"

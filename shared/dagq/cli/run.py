@@ -21,6 +21,7 @@ from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, WorkflowDef
+from dagq.plugins import processor_kinds
 from dagq.ports import Backend
 from dagq.runtime.coordinator import Coordinator
 from dagq.worker.processors import default_processors, load_processor
@@ -88,6 +89,7 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
         processors: tuple[str, ...], params: tuple[str, ...], store: str | None) -> None:
     """Run FILE to the end with live progress; exit 0 if it completed. Ctrl-C cancels it."""
     settings = settings_from(ctx, store)
+    processor_kinds(processors)  # their task kinds, before the definition is validated
     defn = with_params(load_file(file), params)
     backend = backend_from_settings(settings)
     client = WorkflowClient(backend)
