@@ -32,7 +32,7 @@ def build() -> Workflow:
                 task(train, name="train-linear", model="linear", num_retries=1),
             ),
             task(pick_best),
-            WithDelay(task(report, title="python example"), delay=1),
+            WithDelay(task(report, title="python example"), delay_s=1),
         ),
         description="Functions passing outputs through a chain with a parallel group",
     )

@@ -13,7 +13,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from dagq.core.engine import WorkflowState, dumps, loads
 from dagq.core.engine.graph import KIND_CHILD
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
 from dagq.core.name_rules import workflow_id_problem
+from dagq.core.params import apply_params
 from dagq.core.parse import definition_hash
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.core.validate import validate
@@ -94,13 +95,17 @@ class WorkflowClient:
         parent: engine.ParentLink | None = None,
         extra: dict[str, Any] | None = None,
         start_delay_s: float = 0.0,
+        params: Mapping[str, Any] | None = None,
     ) -> Submitted:
         """Validate and store a new workflow, then ask the coordinator to start it.
 
         With ``workflow_id`` the call is idempotent: the same definition returns the
         existing id (``created=False``); a different one raises ``IdConflict``.
-        Invalid definitions raise ``DefinitionError`` and write nothing.
+        Invalid definitions raise ``DefinitionError`` and write nothing. ``params`` are
+        run parameters over the definition's own ``params``; declared defaults are
+        filled in, and unknown, missing or ill-typed parameters are errors.
         """
+        defn = apply_params(defn, params)
         problems = validate(defn)
         if problems:
             raise DefinitionError(problems)
@@ -364,5 +369,6 @@ def task_summary(view: Any) -> dict[str, Any]:
         "name": view.name, "status": view.status, "queue": view.queue,
         "attempt": view.attempt, "error": view.error, "note": view.note,
         "dispatched_at": view.dispatched_at, "finished_at": view.finished_at,
+        "due_at": view.due_at,
         "has_output": view.output is not None or view.output_ref is not None,
     }

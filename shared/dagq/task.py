@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dagq.core import paths
+from dagq.core.model import OutputRef
 from dagq.errors import TaskError
 from dagq.ports import Backend
 
@@ -44,9 +45,23 @@ def set_output(value: Any) -> None:
 
 def get_upstream_outputs() -> dict[str, Any]:
     """Outputs of the direct upstream tasks that succeeded (skipped ones map to None)."""
+    return dict(_inputs())
+
+
+def _inputs() -> dict[str, Any]:
+    """The inputs file, read once per process (and again only if the file changes)."""
     path = os.environ.get("DAGQ_INPUTS_FILE")
-    if not path or not Path(path).exists():
+    if not path:
         return {}
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {}
+    return _read_inputs(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_inputs(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(Path(path).read_text())
     return data
 
@@ -55,28 +70,57 @@ def get_upstream_output(name: str) -> Any:
     """The output of upstream task ``name`` (None if it has none or was skipped).
 
     Works for direct dependencies and for the real upstream tasks hidden behind merge
-    nodes made by ``--max-fan-in``.
+    nodes made by ``--max-fan-in``. Each process reads the inputs file once and, behind
+    merge nodes, the workflow state once, so reading N outputs costs O(N) in all.
     """
-    inputs = get_upstream_outputs()
+    inputs = _inputs()
     if name in inputs:
         return inputs[name]
-    if name in get_real_upstream_tasks():
-        from dagq.client import WorkflowClient
-
-        return WorkflowClient(_backend()).output(_env("DAGQ_WORKFLOW_ID"), name)
-    return None
+    if not any(key.startswith("__merge_") for key in inputs):
+        return None
+    upstream = _real_upstream(_env("DAGQ_WORKFLOW_ID"), _env("DAGQ_TASK"))
+    if name not in upstream.outputs:
+        return None
+    return upstream.value(name)
 
 
 def get_real_upstream_tasks() -> list[str]:
     """Upstream task names, looking through merge nodes to the original dependencies."""
-    inputs = get_upstream_outputs()
+    inputs = _inputs()
     if not any(name.startswith("__merge_") for name in inputs):
         return list(inputs)
-    from dagq.client import WorkflowClient
-    from dagq.core.transforms import real_upstream_tasks
+    return list(_real_upstream(_env("DAGQ_WORKFLOW_ID"), _env("DAGQ_TASK")).outputs)
 
-    state = WorkflowClient(_backend()).state(_env("DAGQ_WORKFLOW_ID"))
-    return real_upstream_tasks(state.definition, _env("DAGQ_TASK"))
+
+class _RealUpstream:
+    """The real upstream tasks of one task and their outputs, from one state read;
+    large outputs are fetched (and MD5-checked) on first use, then kept."""
+
+    def __init__(self, workflow_id: str, task: str) -> None:
+        from dagq.client import WorkflowClient
+        from dagq.core.transforms import real_upstream_tasks
+
+        self.client = WorkflowClient(_backend())
+        state = self.client.state(workflow_id)
+        self.outputs: dict[str, Any] = {}
+        self.refs: dict[str, OutputRef] = {}
+        for name in real_upstream_tasks(state.definition, task):
+            view = state.task_view(name)
+            self.outputs[name] = view.output
+            if view.output_ref is not None:
+                self.refs[name] = view.output_ref
+
+    def value(self, name: str) -> Any:
+        """The output of ``name`` (a real upstream task)."""
+        ref = self.refs.pop(name, None)
+        if ref is not None:
+            self.outputs[name] = self.client.fetch_output(ref)
+        return self.outputs[name]
+
+
+@functools.lru_cache(maxsize=4)
+def _real_upstream(workflow_id: str, task: str) -> _RealUpstream:
+    return _RealUpstream(workflow_id, task)
 
 
 def is_cancelled() -> bool:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dagq.core.kinds import TaskKind
 from dagq.task import get_upstream_output
 from dagq.worker.processors import Outcome, Processor, TaskContext
 
@@ -86,6 +87,9 @@ class Shouter:
 class ShoutProcessor(Processor):
     """Custom processor: runs tasks with ``kwargs.shout`` by publishing it upper-cased,
     followed by the sorted names of the upstream tasks."""
+
+    task_kind = TaskKind("shout", "publish kwargs.shout upper-cased", marker="shout",
+                         keys={"shout": {"type": "string", "description": "Text to shout."}})
 
     def handles(self, message: Any) -> bool:
         return "shout" in message.kwargs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ def test_arguments_must_be_json_and_match_the_signature() -> None:
 def test_builder_misuse_gives_clear_errors() -> None:
     assert "at least one step" in error_of(Chain)
     assert "at least one step" in error_of(Group)
-    assert "seconds of 0 or more" in error_of(WithDelay, task(cmd="true"), delay=-1)
+    assert "must not be negative" in error_of(WithDelay, task(cmd="true"), delay_s=-1)
     assert "name twice" in error_of(task, "a", name="b", cmd="true")
     assert "not both" in error_of(task, add, cmd="echo")
     assert "args= is for function tasks" in error_of(task, "a", cmd="true", args={"x": 1})
@@ -183,3 +184,32 @@ def test_sub_workflow_tasks_take_workflows_definitions_and_factory_steps() -> No
         task("bad", workflow=child, cmd="true")
     with pytest.raises(DefinitionError, match="workflow= takes"):
         task("bad", workflow="child.yaml")  # type: ignore[arg-type]
+
+
+def test_the_dramatiq_workflow_delay_spelling_is_refused_with_its_unit() -> None:
+    # dramatiq-workflow's README: WithDelay(task, delay=1_000) means one second
+    msg = error_of(WithDelay, task(cmd="true"), delay=1_000)
+    assert "a bare number has no unit here" in msg and "delay_ms=1000" in msg
+    assert "exactly one of" in error_of(WithDelay, task(cmd="true"))
+    assert "exactly one of" in error_of(WithDelay, task(cmd="true"), delay_s=1, delay_ms=1)
+    wf = Workflow("d", Chain(task("a", cmd="true"),
+                             WithDelay(task("b", cmd="true"), delay_ms=1_000),
+                             WithDelay(task("c", cmd="true"), delay=timedelta(minutes=2))))
+    assert [t.delay_s for t in wf.build().tasks] == [0.0, 1.0, 120.0]
+
+
+def test_absurd_delays_fail_the_build() -> None:
+    wf = Workflow("d", WithDelay(task("b", cmd="true"), delay_s=1e20))
+    assert "more than the limit of 604800" in error_of(wf.build)
+
+
+def test_a_workflow_without_a_name_says_so() -> None:
+    msg = error_of(Workflow, Chain(task("a", cmd="true")))
+    assert "takes the workflow's name first, got Chain" in msg
+
+
+def test_a_task_that_runs_nothing_fails_the_build_unless_it_is_a_join() -> None:
+    assert "this task runs nothing" in error_of(Workflow("w", task("a")).build)
+    assert "did you mean 'cmd'" in error_of(Workflow("w", task("a", command="x")).build)
+    defn = Workflow("w", Chain(task("a", cmd="true"), task("j", kind="noop"))).build()
+    assert defn.task("j").kind == "noop"

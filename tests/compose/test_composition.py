@@ -45,9 +45,9 @@ def test_reference_example_compiles_to_exactly_its_edges() -> None:
 def test_with_delay_applies_to_the_first_tasks_of_its_step_in_seconds() -> None:
     wf = Workflow("delays", Chain(
         shell("a"),
-        WithDelay(shell("b"), delay=1),
-        WithDelay(Group(shell("c"), Chain(shell("d"), shell("e"))), delay=2),
-        WithDelay(WithDelay(task("f", cmd="true", delay_s=0.5), delay=3), delay=4),
+        WithDelay(shell("b"), delay_s=1),
+        WithDelay(Group(shell("c"), Chain(shell("d"), shell("e"))), delay_s=2),
+        WithDelay(WithDelay(task("f", cmd="true", delay_s=0.5), delay_s=3), delay_s=4),
     ))
     defn = round_trip(wf)
     assert {t.name: t.delay_s for t in defn.tasks} == {
@@ -59,7 +59,7 @@ def test_with_delay_applies_to_the_first_tasks_of_its_step_in_seconds() -> None:
 def test_nested_chains_groups_and_delays_of_functions_round_trip() -> None:
     wf = Workflow("nested", Group(
         Chain(task(numbers, n=3), Group(task(scale, factor=2), WithDelay(
-            Chain(task(scale, factor=3, queue="gpu", num_retries=2), task(total)), delay=1.25)),
+            Chain(task(scale, factor=3, queue="gpu", num_retries=2), task(total)), delay_s=1.25)),
               task(total, name="grand", condition="inputs.scale_1 != null", dep_policy="any")),
         Chain(task(add, a=1, b=2, timeout_s=10), Group(task(add, a=3), task(add, a=4))),
     ), default_queue="cpu", max_parallelism=3, params={"p": [1, 2]})
@@ -85,7 +85,7 @@ def test_top_level_steps_run_side_by_side() -> None:
 def test_nesting_deeper_than_the_recursion_limit_compiles() -> None:
     step: Step = shell("leaf")
     for i in range(3000):
-        step = Chain(Group(step), shell(f"after{i}")) if i % 2 else WithDelay(step, delay=0)
+        step = Chain(Group(step), shell(f"after{i}")) if i % 2 else WithDelay(step, delay_s=0)
     defn = Workflow("deep", step).build()
     assert len(defn.tasks) == 1501
     assert defn.task("after1").depends_on == ("leaf",)

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
+from dagq.core.kinds import marked_kinds
 from dagq.core.model import TaskDef, WorkflowDef
 from dagq.core.parse import (
     TASK_FIELDS,
@@ -19,6 +20,7 @@ from dagq.core.parse import (
     load_definition,
 )
 from dagq.core.schema import load_schema, schema_path
+from dagq.core.schema.generate import SCHEMA_ID, schema_text
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.errors import DefinitionError
 
@@ -52,6 +54,22 @@ def test_schema_is_a_valid_draft_2020_12_schema() -> None:
     assert json.loads(schema_path().read_text()) == schema
     schema["title"] = "changed"
     assert load_schema()["title"] != "changed"
+
+
+def test_shipped_file_is_the_generated_schema() -> None:
+    # regenerate with: dagq schema --write shared/dagq/core/schema/workflow-definition.schema.json
+    assert schema_path().read_text() == schema_text()
+    assert load_schema()["$id"] == SCHEMA_ID
+
+
+def test_every_declared_key_of_every_kind_is_in_both() -> None:
+    for kind in marked_kinds():
+        assert set(load_schema()["$defs"]["kinds"][kind.name]["properties"]) == set(kind.keys)
+        for key in kind.keys:
+            # an unknown sibling of each declared key is refused by both
+            bad = {kind.marker: "m:f" if kind.marker == "call" else "x", key + "zz": 1}
+            text = json.dumps({"name": "x", "tasks": [{"name": "a", "kwargs": bad}]})
+            assert not schema_ok(json.loads(text)) and not parser_ok(text), (kind.name, key)
 
 
 def test_schema_fields_match_the_parser() -> None:
@@ -90,12 +108,16 @@ def test_schema_demo_files_are_valid() -> None:
 
 
 VALID = [
-    "name: x\ntasks: [{name: a}]\n",
-    "name: x\ntasks: [{name: a}, {name: b, depends_on: a, dep_policy: 1, condition: inputs.a.ok}]",
-    "name: x\ntasks: [{name: prep/a, queue: null, timeout_s: null}]\n",
+    "name: x\ntasks: [{name: a, kind: noop}]\n",
+    "name: x\ntasks: [{name: a, kind: noop}, {name: b, depends_on: a, dep_policy: 1, "
+        "condition: inputs.a.ok, kind: noop}]",
+    "name: x\ntasks: [{name: prep/a, queue: null, timeout_s: null, kind: noop}]\n",
     "name: x\ntasks: [{name: a, workflow: child.yaml, params: {k: 1}}]\n",
-    "name: x\ntasks: [{name: a, workflow: {name: c, tasks: [{name: b}]}}]\n",
-    '{"$schema": "s.json", "name": "x", "tasks": [{"name": "a", "kwargs": {"env": {"A": 1}}}]}',
+    "name: x\ntasks: [{name: a, workflow: {name: c, tasks: [{name: b, kind: noop}]}}]\n",
+    '{"$schema": "s.json", "name": "x", "tasks": [{"name": "a", "kwargs": {"cmd": "x", '
+        '"env": {"A": 1}}}]}',
+    "name: x\ntasks: [{name: a, kwargs: {call: 'm:f', args: {n: 1}, x_note: hi}, "
+        "kind: function}]\n",
 ]
 
 
@@ -106,8 +128,9 @@ def test_valid_fixtures_pass_both(text: str) -> None:
 
 
 def test_canonical_forms_validate() -> None:
-    roots = tuple(TaskDef(f"r{i}") for i in range(5))
-    defn = WorkflowDef("fan", (*roots, TaskDef("leaf", depends_on=tuple(r.name for r in roots))),
+    roots = tuple(TaskDef(f"r{i}", {"cmd": "true"}) for i in range(5))
+    leaf = TaskDef("leaf", depends_on=tuple(r.name for r in roots), kind="noop")
+    defn = WorkflowDef("fan", (*roots, leaf),
                        default_queue="cpu", max_parallelism=2, params={"a": [1]})
     assert schema_ok(definition_to_dict(defn))
     assert schema_ok(definition_to_dict(sequentialize_fan_in(defn, 2)))  # merge nodes
@@ -115,32 +138,45 @@ def test_canonical_forms_validate() -> None:
 
 # Each of these is rejected by the schema and by the parser alike.
 INVALID = [
-    "name: x\ntasks: [{name: a}]\ncolour: red\n",
-    "name: x\ntasks: [{name: a, colour: red}]\n",
+    "name: x\ntasks: [{name: a, kind: noop}]\ncolour: red\n",
+    "name: x\ntasks: [{name: a, colour: red, kind: noop}]\n",
     "name: x\ntasks: []\n",
-    "tasks: [{name: a}]\n",
+    "tasks: [{name: a, kind: noop}]\n",
     "name: x\ntasks: [{kwargs: {}}]\n",
-    "name: x\ndefault_queue: CPU\ntasks: [{name: a}]\n",
-    "name: x\ntasks: [{name: a, queue: gpu--a}]\n",
+    "name: x\ndefault_queue: CPU\ntasks: [{name: a, kind: noop}]\n",
+    "name: x\ntasks: [{name: a, queue: gpu--a, kind: noop}]\n",
     "name: x\ntasks: [{name: '__merge_a'}]\n",
-    "name: x\ntasks: [{name: 'a#b'}]\n",
-    "name: x\ntasks: [{name: ' a'}]\n",
-    "name: x\ntasks: [{name: a}, {name: b, depends_on: [a], dep_policy: 0}]\n",
-    "name: x\ntasks: [{name: a, dep_policy: some}]\n",
-    "name: x\ntasks: [{name: a, num_retries: -1}]\n",
-    "name: x\ntasks: [{name: a, num_retries: true}]\n",
-    "name: x\ntasks: [{name: a, timeout_s: 0}]\n",
-    "name: x\ntasks: [{name: a, delay_s: -1}]\n",
-    "name: x\nmax_parallelism: 0\ntasks: [{name: a}]\n",
-    "name: x\nresult_policy: most\ntasks: [{name: a}]\n",
+    "name: x\ntasks: [{name: 'a#b', kind: noop}]\n",
+    "name: x\ntasks: [{name: ' a', kind: noop}]\n",
+    "name: x\ntasks: [{name: a, kind: noop}, {name: b, depends_on: [a], dep_policy: 0, "
+        "kind: noop}]\n",
+    "name: x\ntasks: [{name: a, dep_policy: some, kind: noop}]\n",
+    "name: x\ntasks: [{name: a, num_retries: -1, kind: noop}]\n",
+    "name: x\ntasks: [{name: a, num_retries: true, kind: noop}]\n",
+    "name: x\ntasks: [{name: a, timeout_s: 0, kind: noop}]\n",
+    "name: x\ntasks: [{name: a, delay_s: -1, kind: noop}]\n",
+    "name: x\nmax_parallelism: 0\ntasks: [{name: a, kind: noop}]\n",
+    "name: x\nresult_policy: most\ntasks: [{name: a, kind: noop}]\n",
     "name: x\ntasks: [{name: a, params: {k: 1}}]\n",
     "name: x\ntasks: [{name: a, workflow: c.yaml, kwargs: {cmd: run}}]\n",
-    "name: x\ntasks: [{name: a, workflow: {name: c, tasks: [{name: b, oops: 1}]}}]\n",
+    "name: x\ntasks: [{name: a, workflow: {name: c, tasks: [{name: b, oops: 1, kind: noop}]}}]\n",
     "name: x\ntasks: [{name: a, workflow: ''}]\n",
     "name: x\ntasks: [{name: __merge_a_0, merge: true, kwargs: {cmd: x}}]\n",
     "name: x\ntasks: [{name: a, kwargs: {cmd: ''}}]\n",
     "name: x\ntasks: [{name: a, kwargs: {env: [A]}}]\n",
-    "name: x\ntasks: [{name: a, depends_on: [b, b]}, {name: b}]\n",
+    "name: x\ntasks: [{name: a, depends_on: [b, b], kind: noop}, {name: b, kind: noop}]\n",
+    # task kinds
+    "name: x\ntasks: [{name: a}]\n",
+    "name: x\ntasks: [{name: a, kwargs: {command: run}}]\n",
+    "name: x\ntasks: [{name: a, kwargs: {cmd: run, cwdd: /}}]\n",
+    "name: x\ntasks: [{name: a, kwargs: {call: 'm:f', env: {}, cmdline: x}}]\n",
+    "name: x\ntasks: [{name: a, kind: shell}]\n",
+    "name: x\ntasks: [{name: a, kind: function, kwargs: {cmd: run}}]\n",
+    "name: x\ntasks: [{name: a, kind: noop, kwargs: {cwd: /}}]\n",
+    "name: x\ntasks: [{name: a, kind: workflow}]\n",
+    "name: x\ntasks: [{name: a, kind: shel, kwargs: {cmd: run}}]\n",
+    "name: x\ntasks: [{name: a, workflow: c.yaml, kwargs: {env: {}}}]\n",
+    "name: x\ntasks: [{name: 'a*b', kind: noop}]\n",
 ]
 
 

@@ -13,10 +13,11 @@ from dagq.core.transforms import (
 )
 from dagq.core.validate import validate
 from dagq.errors import DefinitionError
+from tests.fixtures.definitions import join
 
 
 def fan_in(n: int, **leaf: object) -> WorkflowDef:
-    roots = tuple(TaskDef(f"r{i}") for i in range(n))
+    roots = tuple(join(f"r{i}") for i in range(n))
     return WorkflowDef("fan", (*roots, TaskDef("leaf", depends_on=tuple(r.name for r in roots),
                                                **leaf)))  # type: ignore[arg-type]
 
@@ -72,10 +73,10 @@ def test_transform_is_idempotent_and_bounds_every_real_task() -> None:
 
 
 def test_several_wide_tasks_sharing_parents() -> None:
-    roots = tuple(TaskDef(f"r{i}") for i in range(4))
+    roots = tuple(join(f"r{i}") for i in range(4))
     names = tuple(r.name for r in roots)
-    defn = WorkflowDef("two", (*roots, TaskDef("x", depends_on=names),
-                               TaskDef("y", depends_on=names[::-1])))
+    defn = WorkflowDef("two", (*roots, join("x", depends_on=names),
+                               join("y", depends_on=names[::-1])))
     out = sequentialize_fan_in(defn, 2)
     assert edges(out)["__merge_y_0"] == ("r3", "r2")
     assert real_upstream_tasks(out, "x") == list(names)
@@ -84,13 +85,13 @@ def test_several_wide_tasks_sharing_parents() -> None:
 
 
 def test_tasks_that_cannot_be_rewritten_are_all_named() -> None:
-    roots = tuple(TaskDef(f"r{i}") for i in range(3))
+    roots = tuple(join(f"r{i}") for i in range(3))
     names = tuple(r.name for r in roots)
     defn = WorkflowDef("bad", (*roots,
-                               TaskDef("cond", depends_on=names, condition="inputs.r0.ok"),
-                               TaskDef("any", depends_on=names, dep_policy="any"),
-                               TaskDef("two", depends_on=names, dep_policy=2),
-                               TaskDef("fine", depends_on=names[:2], dep_policy="any")))
+                               join("cond", depends_on=names, condition="inputs.r0.ok"),
+                               join("any", depends_on=names, dep_policy="any"),
+                               join("two", depends_on=names, dep_policy=2),
+                               join("fine", depends_on=names[:2], dep_policy="any")))
     with pytest.raises(DefinitionError) as info:
         sequentialize_fan_in(defn, 2)
     problems = info.value.problems
@@ -123,7 +124,7 @@ def test_inline_sub_workflows_are_transformed() -> None:
 
 
 def test_real_upstream_tasks() -> None:
-    base = WorkflowDef("w", (*fan_in(250).tasks, TaskDef("after", depends_on=("leaf", "r1"))))
+    base = WorkflowDef("w", (*fan_in(250).tasks, join("after", depends_on=("leaf", "r1"))))
     out = sequentialize_fan_in(base, 100)
     assert real_upstream_tasks(out, "leaf") == [f"r{i}" for i in range(250)]
     assert real_upstream_tasks(out, "after") == ["leaf", "r1"]

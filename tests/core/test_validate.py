@@ -11,6 +11,7 @@ from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.rules import queue_problem, task_name_problem
 from dagq.core.validate import validate
 from dagq.errors import Problem
+from tests.fixtures.definitions import join
 
 
 def wf(*tasks: TaskDef, **fields: Any) -> WorkflowDef:
@@ -25,14 +26,14 @@ def only(defn: WorkflowDef) -> Problem:
 
 def test_valid_definition_has_no_problems() -> None:
     defn = wf(TaskDef("a", kwargs={"cmd": "x", "env": {"A": "1", "N": 2}, "cwd": "/"}),
-              TaskDef("b", depends_on=("a",), dep_policy=1, condition="inputs.a.ok"),
-              TaskDef("c", depends_on=("a", "b"), dep_policy="any", queue="gpu-a100"),
-              TaskDef("prep/featurize", depends_on=("c",), timeout_s=1, delay_s=0))
+              join("b", depends_on=("a",), dep_policy=1, condition="inputs.a.ok"),
+              join("c", depends_on=("a", "b"), dep_policy="any", queue="gpu-a100"),
+              join("prep/featurize", depends_on=("c",), timeout_s=1, delay_s=0))
     assert validate(defn) == []
 
 
 def test_empty_and_duplicate_names() -> None:
-    problems = validate(wf(TaskDef(""), TaskDef("a"), TaskDef("a"), name=""))
+    problems = validate(wf(join(""), join("a"), join("a"), name=""))
     assert [(p.field, p.task) for p in problems] == [
         ("name", None), ("tasks[0].name", None), ("tasks[2].name", "a")]
     assert problems[2].message == ("duplicate task name 'a' (first defined at tasks[1]); "
@@ -40,7 +41,7 @@ def test_empty_and_duplicate_names() -> None:
 
 
 def test_unknown_self_and_repeated_dependencies() -> None:
-    problems = validate(wf(TaskDef("train"), TaskDef("b", depends_on=("trian", "b", "train",
+    problems = validate(wf(join("train"), join("b", depends_on=("trian", "b", "train",
                                                                       "train"))))
     assert [(p.field, p.message) for p in problems] == [
         ("tasks[1].depends_on[0]", "depends on unknown task 'trian'; did you mean 'train'?"),
@@ -50,16 +51,16 @@ def test_unknown_self_and_repeated_dependencies() -> None:
 
 
 def test_cycle_is_printed_as_a_path() -> None:
-    problem = only(wf(TaskDef("a", depends_on=("c",)), TaskDef("b", depends_on=("a",)),
-                      TaskDef("c", depends_on=("b",)), TaskDef("d", depends_on=("a",))))
+    problem = only(wf(join("a", depends_on=("c",)), join("b", depends_on=("a",)),
+                      join("c", depends_on=("b",)), join("d", depends_on=("a",))))
     assert problem.message == "dependency cycle: a -> c -> b -> a (each task depends on the next)"
     assert (problem.task, problem.field) == ("a", "tasks[0].depends_on")
 
 
 def test_every_strongly_connected_component_is_reported() -> None:
-    problems = validate(wf(TaskDef("a", depends_on=("b",)), TaskDef("b", depends_on=("a", "c")),
-                           TaskDef("c", depends_on=("b",)), TaskDef("x", depends_on=("y",)),
-                           TaskDef("y", depends_on=("x",))))
+    problems = validate(wf(join("a", depends_on=("b",)), join("b", depends_on=("a", "c")),
+                           join("c", depends_on=("b",)), join("x", depends_on=("y",)),
+                           join("y", depends_on=("x",))))
     assert sorted(p.message for p in problems) == [
         "dependency cycle: a -> b -> a (each task depends on the next); "
         "1 more task(s) are on cycles with these",
@@ -69,9 +70,9 @@ def test_every_strongly_connected_component_is_reported() -> None:
 
 def test_huge_cycle_and_chain_do_not_recurse() -> None:
     n = 100_000
-    chain = wf(*(TaskDef(f"n{i}", depends_on=(f"n{i - 1}",) if i else ()) for i in range(n)))
+    chain = wf(*(join(f"n{i}", depends_on=(f"n{i - 1}",) if i else ()) for i in range(n)))
     assert validate(chain) == []
-    ring = wf(*(TaskDef(f"n{i}", depends_on=(f"n{(i + 1) % n}",)) for i in range(n)))
+    ring = wf(*(join(f"n{i}", depends_on=(f"n{(i + 1) % n}",)) for i in range(n)))
     problem = only(ring)
     assert problem.message == ("dependency cycle: n0 -> n1 -> n2 -> n3 -> n4 -> n5 -> "
                                "... (99991 more) -> n99997 -> n99998 -> n99999 -> n0 "
@@ -90,24 +91,24 @@ def test_huge_cycle_and_chain_do_not_recurse() -> None:
                    "did you mean 'all'?"),
 ])
 def test_bad_dep_policies(policy: Any, deps: tuple[str, ...], message: str) -> None:
-    problem = only(wf(TaskDef("a"), TaskDef("b"), TaskDef("t", depends_on=deps,
+    problem = only(wf(join("a"), join("b"), join("t", depends_on=deps,
                                                           dep_policy=policy)))
     assert (problem.message, problem.field, problem.task) == (message, "tasks[2].dep_policy", "t")
 
 
 @pytest.mark.parametrize("policy", ["all", "any"])
 def test_named_policies_need_no_dependencies(policy: Any) -> None:
-    assert validate(wf(TaskDef("a", dep_policy=policy))) == []
+    assert validate(wf(join("a", dep_policy=policy))) == []
 
 
 def test_condition_problems() -> None:
     problems = validate(wf(
-        TaskDef("a"), TaskDef("b"),
-        TaskDef("syntax", depends_on=("a",), condition="inputs.a.x < "),
-        TaskDef("not-direct", depends_on=("a",), condition="inputs.b.ok"),
-        TaskDef("no-deps", condition="true"),
-        TaskDef("not-string", depends_on=("a",), condition=5),  # type: ignore[arg-type]
-        TaskDef("glob", depends_on=("a",), condition='all(inputs["train-*"].ok)'),
+        join("a"), join("b"),
+        join("syntax", depends_on=("a",), condition="inputs.a.x < "),
+        join("not-direct", depends_on=("a",), condition="inputs.b.ok"),
+        join("no-deps", condition="true"),
+        join("not-string", depends_on=("a",), condition=5),  # type: ignore[arg-type]
+        join("glob", depends_on=("a",), condition='all(inputs["train-*"].ok)'),
     ))
     by_task = {p.task: p.message for p in problems}
     assert len(by_task) == len(problems) == 5
@@ -137,7 +138,8 @@ def test_condition_problems() -> None:
     ("merge", 1, "merge must be true or false, got 1"),
 ])
 def test_wrong_task_field_types(field: str, value: Any, message: str) -> None:
-    problem = only(wf(TaskDef("t", **{field: value})))
+    extra = {} if field in ("kwargs", "merge") else {"kind": "noop"}
+    problem = only(wf(TaskDef("t", **{field: value}, **extra)))  # type: ignore[arg-type]
     assert problem.message == message
     assert problem.field is not None and problem.field.startswith(f"tasks[0].{field}")
 
@@ -152,18 +154,18 @@ def test_wrong_task_field_types(field: str, value: Any, message: str) -> None:
     ({"default_queue": "GPU"}, "default_queue", "queue name 'GPU' is not allowed"),
 ])
 def test_wrong_workflow_field_types(fields: dict[str, Any], field: str, start: str) -> None:
-    problem = only(wf(TaskDef("t"), **fields))
+    problem = only(wf(join("t"), **fields))
     assert problem.field == field and problem.message.startswith(start)
 
 
 def test_result_policy_suggestion() -> None:
-    problem = only(wf(TaskDef("t"), result_policy="all_task_succeed"))
+    problem = only(wf(join("t"), result_policy="all_task_succeed"))
     assert problem.message.endswith("did you mean 'all_tasks_succeed'?")
 
 
 def test_empty_or_wrong_task_list() -> None:
     assert only(wf()).message == "a workflow needs at least one task"
-    bad = WorkflowDef("w", (TaskDef("a"), "b"))  # type: ignore[arg-type]
+    bad = WorkflowDef("w", (join("a"), "b"))  # type: ignore[arg-type]
     assert only(bad).field == "tasks[1]"
 
 
@@ -180,7 +182,7 @@ def test_queue_names(queue: str, ok: bool) -> None:
 
 
 def test_queue_name_suggestion() -> None:
-    problem = only(wf(TaskDef("t", queue="GPU_A100")))
+    problem = only(wf(join("t", queue="GPU_A100")))
     assert problem.message.endswith("did you mean 'gpu-a100'?")
     assert problem.field == "tasks[0].queue"
 
@@ -211,17 +213,17 @@ def test_kwargs_must_be_plain_json() -> None:
     cyclic: dict[str, Any] = {}
     cyclic["self"] = cyclic
     problems = validate(wf(
-        TaskDef("set", kwargs={"s": {1, 2}}),
-        TaskDef("key", kwargs={"env": {1: "x"}}),
-        TaskDef("nan", kwargs={"x": [1.0, math.nan]}),
-        TaskDef("cyclic", kwargs=cyclic),
-        TaskDef("tuple-ok", kwargs={"t": (1, "a", None, True)}),
+        TaskDef("set", kwargs={"cmd": "true", "x_s": {1, 2}}),
+        TaskDef("key", kwargs={"cmd": "true", "env": {1: "x"}}),
+        TaskDef("nan", kwargs={"cmd": "true", "x_x": [1.0, math.nan]}),
+        TaskDef("cyclic", kwargs={"cmd": "true", "x_c": cyclic}),
+        TaskDef("tuple-ok", kwargs={"cmd": "true", "x_t": (1, "a", None, True)}),
     ))
     assert [(p.task, p.field) for p in problems] == [
-        ("set", "tasks[0].kwargs.s"),
+        ("set", "tasks[0].kwargs.x_s"),
         ("key", "tasks[1].kwargs.env"),
-        ("nan", "tasks[2].kwargs.x[1]"),
-        ("cyclic", "tasks[3].kwargs" + ".self" * 64),
+        ("nan", "tasks[2].kwargs.x_x[1]"),
+        ("cyclic", "tasks[3].kwargs.x_c" + ".self" * 63),
     ]
 
 
@@ -232,7 +234,7 @@ def test_well_known_kwargs() -> None:
 
 
 def test_sub_workflows() -> None:
-    child = wf(TaskDef("x", depends_on=("y",)), name="child")
+    child = wf(join("x", depends_on=("y",)), name="child")
     problems = validate(wf(
         TaskDef("inline", workflow=SubWorkflow(definition=child, params={"p": 1})),
         TaskDef("both", workflow=SubWorkflow(path="a.yaml", factory="m:f")),
@@ -256,18 +258,18 @@ def test_sub_workflows() -> None:
 
 
 def test_merge_nodes() -> None:
-    ok = wf(TaskDef("a"), TaskDef("__merge_b_0", depends_on=("a",), merge=True),
-            TaskDef("b", depends_on=("__merge_b_0",)))
+    ok = wf(join("a"), TaskDef("__merge_b_0", depends_on=("a",), merge=True),
+            join("b", depends_on=("__merge_b_0",)))
     assert validate(ok) == []
     assert "merge nodes must be named" in only(wf(TaskDef("m", merge=True))).message
-    problem = only(wf(TaskDef("a"), TaskDef("__merge_x", depends_on=("a",), merge=True,
+    problem = only(wf(join("a"), TaskDef("__merge_x", depends_on=("a",), merge=True,
                                             kwargs={"cmd": "x"})))
     assert problem.message.endswith("remove kwargs")
 
 
 def test_problems_of_all_kinds_come_together() -> None:
-    problems = validate(wf(TaskDef("a", num_retries=-1, depends_on=("zz",)),
-                           TaskDef("a", queue="Q"), TaskDef("c", depends_on=("c",)),
+    problems = validate(wf(join("a", num_retries=-1, depends_on=("zz",)),
+                           join("a", queue="Q"), join("c", depends_on=("c",)),
                            max_parallelism=0))
     assert len(problems) == 6
 
@@ -304,5 +306,5 @@ def test_reserved_queue_names_are_refused(queue: str) -> None:
 
     defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true"}, queue=queue),))
     assert any("reserved" in p.message for p in validate(defn))
-    defn = WorkflowDef("w", (TaskDef("t", {"cmd": "true"}),), default_queue=queue)
+    defn = WorkflowDef("w", (join("t", {"cmd": "true"}),), default_queue=queue)
     assert any("reserved" in p.message for p in validate(defn))

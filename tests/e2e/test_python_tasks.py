@@ -9,8 +9,18 @@ from pathlib import Path
 import pytest
 
 from dagq.compose import Chain, Group, Workflow, task
+from dagq.core.kinds import registered_kind
 from examples.python.build_workflow import build as build_example
-from tests.compose.sample_tasks import add, boom, fetch, numbers, scale, sleeper, total
+from tests.compose.sample_tasks import (
+    ShoutProcessor,
+    add,
+    boom,
+    fetch,
+    numbers,
+    scale,
+    sleeper,
+    total,
+)
 from tests.e2e.harness import REPO, Dagq, eventually, pid_alive
 
 pytestmark = pytest.mark.slow
@@ -84,11 +94,16 @@ def test_a_custom_processor_registered_by_import_path_runs_tasks(dagq: Dagq) -> 
         task("hello", shout="hello"),
         Group(task("world", shout="world"), task(add, a=2, b=3)),
     ))
-    dagq.coordinator()
+    kinds = {**PYTHONPATH, "DAGQ_TASK_KINDS": "tests.compose.sample_tasks:ShoutProcessor"}
+    dagq.coordinator(env=kinds)
     worker = dagq.start("worker", "worker", "default", "--concurrency", "2",
                         "--processor", "tests.compose.sample_tasks:ShoutProcessor",
                         env=PYTHONPATH)
-    wf_id = dagq.submit(write(dagq, wf), "--id", "wf-custom")
+    with registered_kind(ShoutProcessor.task_kind):  # the processor declares its keys
+        path = write(dagq, wf)
+    refused = dagq.run("submit", str(path), env=PYTHONPATH)
+    assert refused.returncode == 1 and "this task runs nothing" in refused.stderr
+    wf_id = dagq.run("submit", str(path), "--id", "wf-custom", env=kinds).stdout.strip()
     assert dagq.wait_terminal(wf_id)["status"] == "completed", dagq.diagnostics(wf_id)
     assert dagq.output(wf_id, "hello") == {"text": "HELLO", "upstream": [],
                                            "pid": worker.popen.pid}

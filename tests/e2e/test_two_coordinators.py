@@ -47,7 +47,8 @@ def test_a_stale_cache_never_drops_a_completion(tmp_path: Path) -> None:
     A must re-read the stored state rather than acknowledge the completion as stale."""
     store = f"sqlite:{tmp_path / 'x.db'}"
     defn = tmp_path / "chain.yaml"
-    defn.write_text("name: chain\ntasks:\n  - name: a\n  - name: b\n    depends_on: [a]\n")
+    defn.write_text("name: chain\ntasks:\n  - {name: a, kind: noop}\n"
+                    "  - {name: b, kind: noop, depends_on: [a]}\n")
     settings = Settings(store=store)
     a_backend, b_backend = open_backend(store), open_backend(store)
     coord_a, coord_b = (

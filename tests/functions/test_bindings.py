@@ -31,8 +31,9 @@ HTTP_NAMES = {"submit_workflow", "validate_workflow", "list_workflows", "get_wor
               "list_tasks", "get_task", "task_logs", "task_output", "task_files", "task_file",
               "cancel_workflow", "retry_workflow", "health", "openapi",
               "list_schedules", "add_schedule", "get_schedule", "remove_schedule",
-              "pause_schedule", "resume_schedule", "status_page", "workflow_graph",
-              "workflow_explain", "task_detail"}
+              "pause_schedule", "resume_schedule", "trigger_schedule", "backfill_schedule",
+              "update_schedule", "status_page", "workflow_graph", "workflow_explain",
+              "task_detail"}
 ALWAYS = HTTP_NAMES | {"schedule_ticker"}
 """Functions registered whatever the coordinator trigger."""
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from dagq.client import WorkflowClient
 from dagq.functions.http_api import http_blueprint
 from dagq.functions.runtime import Runtime
 from dagq.ports import Backend
@@ -239,3 +240,30 @@ def test_bad_app_setting_is_reported(tmp_path: Path) -> None:
     status, answer = http(fns["get_workflow"], "GET", "", route={"id": "w"})
     assert (status, answer["code"]) == (500, "configuration")
     assert "DAGQ_STORE" in answer["error"]
+
+
+PARAMETERISED = b"""\
+name: train
+parameters:
+  epochs: {type: integer, default: 5}
+  label: {type: string}
+tasks:
+  - {name: fit, kwargs: {cmd: "train --epochs {params.epochs} --label {params.label}"}}
+"""
+
+
+def test_run_parameters_over_http(fns: dict[str, Handler], backend: Backend) -> None:
+    submit = fns["submit_workflow"]
+    for params, message in [({}, "missing required parameter 'label'"),
+                            ({"params": '{"label": "a", "epoch": 1}'}, "unknown parameter"),
+                            ({"params": '{"label": 3}'}, "must be of type string"),
+                            ({"params": "[1]"}, "must be a JSON object")]:
+        status, body = http(submit, "POST", "workflows", body=PARAMETERISED, params=params)
+        assert status == 400, body
+        assert message in json.dumps(body), body
+    assert_nothing_written(backend)
+    status, body = http(submit, "POST", "workflows", body=PARAMETERISED,
+                        params={"params": '{"label": "x; rm -rf ~", "epochs": 7}', "id": "p"})
+    assert status == 201, body
+    defn = WorkflowClient(backend).state("p").definition
+    assert dict(defn.params) == {"label": "x; rm -rf ~", "epochs": 7}

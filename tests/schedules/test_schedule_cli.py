@@ -162,3 +162,42 @@ def test_scheduler_stops_cleanly_on_sigterm(dagq: Run, flow: str, env: dict[str,
     [summary] = [line for line in err.splitlines() if line.startswith("scheduler stopped:")]
     assert "run(s) submitted" in summary and "0 error(s)" in summary
     assert "submitted sched-tick-" in out
+
+
+def test_trigger_backfill_and_update_from_the_cli(dagq: Run, flow: str) -> None:
+    dagq("schedule", "add", "daily", flow, "--cron", "0 6 * * *", "--overlap", "buffer_one",
+         "--catchup-window", "300", "--history", "20", "--param", "region={schedule.date}")
+    run = dagq("schedule", "trigger", "daily").stdout.strip()
+    assert run.startswith("sched-daily-")
+    assert dagq("status", run, "--json").returncode == 0
+    filled = dagq("schedule", "backfill", "daily", "--from", "2026-01-01",
+                  "--to", "2026-01-03T23:00:00Z")
+    assert filled.stdout.split() == [f"sched-daily-2026010{d}T060000Z" for d in (1, 2, 3)]
+    assert "3 new run(s)" in filled.stderr
+    again = dagq("schedule", "backfill", "daily", "--from", "2026-01-01", "--to",
+                 "2026-01-03T23:00:00Z", "--json")
+    assert [r["created"] for r in as_json(again)] == [False, False, False]
+    bad = dagq("schedule", "backfill", "daily", "--from", "soon", "--to", "later", ok=False)
+    assert bad.returncode == 2 and "ISO 8601" in bad.stderr
+    dagq("schedule", "update", "daily", "--cron", "0 7 * * *", "--param", "size=2")
+    info = as_json(dagq("schedule", "show", "daily", "--json"))
+    assert (info["cron"], info["overlap"], info["catchup_window_s"], info["history"]) == (
+        "0 7 * * *", "buffer_one", 300, 20)
+    assert info["params"] == {"region": "{schedule.date}", "size": 2}
+    assert len(info["runs"]) == 4  # the trigger and the three backfilled days
+    bad = dagq("schedule", "update", "daily", "--cron", "61 * * * *", ok=False)
+    assert bad.returncode == 1
+
+
+def test_a_schedule_named_by_its_factory(dagq: Run, flow: str, env: dict[str, str]) -> None:
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    dagq("schedule", "add", "fact", "--factory", "tests.schedules.factories:nightly",
+         "--cron", "0 1 * * *", "--param", "day={schedule.date}", "--param", "shards=1")
+    info = as_json(dagq("schedule", "show", "fact", "--json"))
+    assert info["params"] == {"day": "{schedule.date}", "shards": 1}
+    assert info["workflow"].startswith("nightly-")
+    for args in ((flow, "--factory", "tests.schedules.factories:nightly"), ()):
+        bad = dagq("schedule", "add", "x", *args, "--cron", "@daily", ok=False)
+        assert bad.returncode == 2 and "FILE or as --factory" in bad.stderr  # usage
+    bad = dagq("schedule", "add", "y", "--factory", "nope.mod:fn", "--cron", "@daily", ok=False)
+    assert bad.returncode == 1 and "cannot import 'nope.mod:fn'" in bad.stderr

@@ -21,7 +21,8 @@ from tests.schedules.conftest import T0, WORKFLOW_YAML, Clock
 
 MIDNIGHT = T0.replace(second=0)
 NAMES = {"schedule_ticker", "list_schedules", "add_schedule", "get_schedule",
-         "remove_schedule", "pause_schedule", "resume_schedule"}
+         "remove_schedule", "pause_schedule", "resume_schedule", "trigger_schedule",
+         "backfill_schedule", "update_schedule"}
 
 
 @pytest.fixture
@@ -76,7 +77,7 @@ def test_add_list_get_pause_resume_remove(fns: dict[str, Handler]) -> None:
                                                                    {"region": "eu"})
     assert added["next_run"] == "2026-03-02T01:00:00Z"
     as_object = add_body(name="daily", cron="@daily",
-                         definition={"name": "obj", "tasks": [{"name": "a"}]})
+                         definition={"name": "obj", "tasks": [{"name": "a", "kind": "noop"}]})
     assert call(fns["add_schedule"], "POST", "schedules", as_object)[0] == 201
     status, listed = call(fns["list_schedules"], "GET", "schedules")
     assert status == 200 and [s["name"] for s in listed["schedules"]] == ["daily", "hourly"]
@@ -168,3 +169,30 @@ def test_timer_fires_due_schedules(fns: dict[str, Handler], runtime: Runtime,
     assert shown["last_run"] == {"fire_time": "2026-03-02T01:00:00Z", "run_id": ids[0],
                                  "status": "pending"}
     assert [r["run_id"] for r in shown["runs"]] == ids
+
+
+def test_trigger_backfill_and_update_over_http(fns: dict[str, Handler], clock: Clock) -> None:
+    assert call(fns["add_schedule"], "POST", "schedules",
+                add_body(overlap="buffer_one", history=5, catchup_window_s=30))[0] == 201
+    status, started = call(fns["trigger_schedule"], "POST", "schedules/hourly/trigger",
+                           name="hourly")
+    assert (status, started["run_id"]) == (201, "sched-hourly-20260302T000030Z")
+    body = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-01T03:00:00Z"}
+    status, filled = call(fns["backfill_schedule"], "POST", "schedules/hourly/backfill", body,
+                          name="hourly")
+    assert (status, filled["created"], len(filled["runs"])) == (200, 4, 4)
+    assert call(fns["backfill_schedule"], "POST", "schedules/hourly/backfill", body,
+                name="hourly")[1]["created"] == 0
+    status, error = call(fns["backfill_schedule"], "POST", "schedules/hourly/backfill",
+                         {"from": "yesterday", "to": "x"}, name="hourly")
+    assert status == 400 and "ISO 8601" in error["error"]
+    status, changed = call(fns["update_schedule"], "PATCH", "schedules/hourly",
+                           {"cron": "30 * * * *", "history": 7}, name="hourly")
+    assert status == 200, changed
+    assert (changed["cron"], changed["history"], changed["overlap"]) == (
+        "30 * * * *", 7, "buffer_one")
+    status, error = call(fns["update_schedule"], "PATCH", "schedules/hourly",
+                         {"name": "other"}, name="hourly")
+    assert status == 400 and "unknown field" in error["error"]
+    assert call(fns["trigger_schedule"], "POST", "schedules/ghost/trigger",
+                name="ghost")[0] == 404

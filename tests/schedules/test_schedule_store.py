@@ -95,7 +95,7 @@ def test_damaged_record_is_reported_and_can_still_be_removed(store: ScheduleStor
     store.records.put(PARTITION, "job", value, etag=etag)
     with pytest.raises(DefinitionError):
         store.get("job")
-    value["definition"] = {"name": "x", "tasks": [{"name": "a"}]}
+    value["definition"] = {"name": "x", "tasks": [{"name": "a", "kind": "noop"}]}
     value["runs"] = [{"fire_time": "not a time"}]
     store.records.put(PARTITION, "job", value)
     with pytest.raises(CronError, match="stored record of schedule 'job' is damaged"):

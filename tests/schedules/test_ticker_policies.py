@@ -144,9 +144,9 @@ def test_overlap_cancel_previous_cancels_the_active_run(backend: SqliteBackend,
     assert backend.index.get(second).cancel_requested is False
 
 
-def test_pause_holds_everything_and_resume_applies_catchup(backend: SqliteBackend,
-                                                           store: ScheduleStore,
-                                                           workflow: WorkflowDef) -> None:
+def test_pause_holds_everything_and_resume_records_it_as_missed(backend: SqliteBackend,
+                                                                store: ScheduleStore,
+                                                                workflow: WorkflowDef) -> None:
     store.add(make_spec("hourly", catchup="latest"), workflow)
     store.pause("hourly")
     ticker = Ticker(backend)
@@ -155,10 +155,12 @@ def test_pause_holds_everything_and_resume_applies_catchup(backend: SqliteBacken
         assert (report.fired, report.missed) == ([], [])
     paused = store.get("hourly")
     assert (paused.last_fire, paused.runs, paused.missed) == (None, (), ())
-    store.resume("hourly")
-    report = ticker.tick(at(3, 30 * 60))
-    assert [f.fire_time for f in report.fired] == [at(3, 0)]
-    assert [m.fire_time for _, m in report.missed] == [at(1, 0), at(2, 0)]
+    store.resume("hourly", at(3, 30 * 60))
+    report = ticker.tick(at(3, 30 * 60 + 1))  # catch-up 'latest' replays nothing paused
+    assert (report.fired, report.missed) == ([], [])
+    assert [(m.fire_time, m.reason) for m in store.get("hourly").missed] == [
+        (at(1, 0), "paused"), (at(2, 0), "paused"), (at(3, 0), "paused")]
+    assert [f.fire_time for f in ticker.tick(at(4)).fired] == [at(4, 0)]
 
 
 def test_pause_survives_a_new_process_and_ticker(backend: SqliteBackend,

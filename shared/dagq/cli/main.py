@@ -22,13 +22,15 @@ from dagq.cli import (
     retention,
     run,
     schedule,
+    schema,
     serve,
     services,
     workflows,
 )
+from dagq.errors import DagqError
 
 COMMAND_MODULES = (batch, deadletters, explain, files, follow, graph, logs, retention, run,
-                   schedule, serve, services, workflows)
+                   schedule, schema, serve, services, workflows)
 """Modules whose ``COMMANDS`` make up ``dagq``."""
 
 
@@ -65,6 +67,13 @@ def cli(store: str | None, api: str | None, verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
+    from dagq.plugins import load_kinds_from_env
+
+    try:
+        load_kinds_from_env()
+    except DagqError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
 
 
 for _module in COMMAND_MODULES:

@@ -1,38 +1,44 @@
-"""Parameter types shared by commands."""
+"""``--param K=V``: run parameters on the command line (submit, run, schedule add/update)."""
 
 from __future__ import annotations
 
-import re
-import time
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
-_AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+from dagq.core.model import WorkflowDef
+from dagq.core.params import apply_params, parse_cli_value
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Since(click.ParamType[float]):
-    """A moment: an age (``90s``, ``30m``, ``2h``, ``1d``, ``1w``) or an ISO date/time
-    (local time unless it names a zone); converted to epoch seconds."""
-
-    name = "when"
-
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> float:
-        """Epoch seconds of ``value``; a usage error if it is neither form."""
-        if isinstance(value, float):
-            return value
-        text = str(value).strip()
-        m = _AGO.match(text)
-        if m:
-            return time.time() - float(m.group(1)) * _UNIT[m.group(2)]
-        try:
-            return datetime.fromisoformat(text).timestamp()
-        except ValueError:
-            self.fail(f"{text!r} is not an age like 30m, 2h, 1d or a date like "
-                      "2026-12-01 or 2026-12-01T10:00", param, ctx)
+def param_option(f: F) -> F:
+    """Add a repeatable ``--param K=V`` (collected as ``params``) to a command."""
+    return click.option(
+        "--param", "params", multiple=True, metavar="K=V",
+        help="Run parameter (repeatable): typed by the definition's 'parameters', else "
+             "JSON numbers/booleans/lists/objects or text. Tasks see it as {params.K}.",
+    )(f)
 
 
-SINCE = Since()
+def split_params(pairs: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``K=V`` texts as pairs; a usage error names one without ``=``."""
+    out = []
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise click.UsageError(f"--param {pair!r} must look like KEY=VALUE, e.g. "
+                                   "--param epochs=5")
+        out.append((name.strip(), value))
+    return out
+
+
+def cli_params(defn: WorkflowDef, pairs: tuple[str, ...]) -> dict[str, Any]:
+    """The values of ``--param`` options for ``defn`` (``DefinitionError`` if ill-typed)."""
+    return {name: parse_cli_value(defn, name, text) for name, text in split_params(pairs)}
+
+
+def with_params(defn: WorkflowDef, pairs: tuple[str, ...]) -> WorkflowDef:
+    """``defn`` with the ``--param`` values applied and checked (before anything is written)."""
+    return apply_params(defn, cli_params(defn, pairs))

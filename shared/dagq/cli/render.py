@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -136,7 +137,7 @@ def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
 
 def print_tasks(tasks: list[dict[str, Any]], now: float | None = None) -> None:
     """The task table: name, status (queued/waiting told from running), queue, attempt,
-    start, duration and the error or note."""
+    start, duration and when a delayed task is due, or its error or note."""
     import time as _time
 
     now = _time.time() if now is None else now
@@ -144,7 +145,8 @@ def print_tasks(tasks: list[dict[str, Any]], now: float | None = None) -> None:
         [t["name"], shown_status(t), t["queue"], t["attempt"],
          time_text(t.get("dispatched_at"), now),
          duration_text(_elapsed(t.get("dispatched_at"), t.get("finished_at"), now)),
-         shorten(t.get("error_line") or t.get("reason") or t.get("error") or t.get("note"))]
+         due_text(t.get("due_at"), now)
+         or shorten(t.get("error_line") or t.get("reason") or t.get("error") or t.get("note"))]
         for t in tasks])
 
 
@@ -152,6 +154,15 @@ def _elapsed(start: float | None, end: float | None, now: float) -> float | None
     if start is None:
         return None
     return (end if end is not None else now) - start
+
+
+def due_text(due_at: float | None, now: float) -> str:
+    """``delayed: due at 2026-12-01T10:00:00Z (in 42s)`` for an attempt still waiting
+    out its delay, else ``""``."""
+    if due_at is None or due_at <= now:
+        return ""
+    when = datetime.fromtimestamp(due_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"delayed: due at {when} (in {due_at - now:.0f}s)"
 
 
 @contextmanager

@@ -17,11 +17,13 @@ from rich.text import Text
 
 from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.cli.logs import failure_lines
+from dagq.cli.params import param_option, with_params
 from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.compose.loader import load_file
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.errors import DagqError, WorkflowFinished
+from dagq.plugins import processor_kinds
 from dagq.runtime.local import LocalRuntime, queues_of
 from dagq.wiring import backend_from_settings
 from dagq.worker import proctree
@@ -42,14 +44,17 @@ INTERRUPTED_CLOSE_S = 0.5
               help="Custom processor tried before the built-in ones (repeatable).")
 @click.option("--json", "as_json", is_flag=True,
               help='At the end print {"id","status","counts","elapsed_s"} (and no id first).')
+@param_option
 @store_option
 @click.pass_context
 @handle_errors
 def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
-        processors: tuple[str, ...], as_json: bool, store: str | None) -> None:
+        processors: tuple[str, ...], params: tuple[str, ...], as_json: bool,
+        store: str | None) -> None:
     """Run FILE to the end with live progress; exit 0 if it completed. Ctrl-C cancels it."""
     settings = settings_from(ctx, store)
-    defn = load_file(file)
+    processor_kinds(processors)  # their task kinds, before the definition is validated
+    defn = with_params(load_file(file), params)
     backend = backend_from_settings(settings)
     client = WorkflowClient(backend)
     runtime = LocalRuntime(backend, settings, queues_of(defn), workers,

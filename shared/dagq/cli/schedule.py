@@ -12,9 +12,14 @@ from typing import Any
 import click
 
 from dagq.cli.common import handle_errors, settings_from, store_option
+from dagq.cli.params import cli_params, split_params
 from dagq.compose.loader import load_file
+from dagq.core.model import WorkflowDef
+from dagq.core.params import parse_cli_value
 from dagq.core.schedule.policy import CATCHUP_POLICIES, OVERLAP_POLICIES, ScheduleSpec
-from dagq.schedules.store import ScheduleStore, detail, summary, utc_text
+from dagq.ports import Backend
+from dagq.schedules import actions
+from dagq.schedules.store import Schedule, ScheduleStore, detail, summary, utc_text
 from dagq.schedules.ticker import Ticker, TickReport
 from dagq.wiring import backend_from_settings
 
@@ -31,21 +36,6 @@ def _emit(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, default=str))
 
 
-def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
-    """``k=v`` pairs; a value that is valid JSON is taken as JSON, otherwise as a string."""
-    params: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE (e.g. --param region=eu)",
-                                     param_hint="--param")
-        try:
-            params[key] = json.loads(raw)
-        except ValueError:
-            params[key] = raw
-    return params
-
-
 @click.group()
 def schedule() -> None:
     """Cron schedules: start a workflow whenever a cron expression fires."""
@@ -53,7 +43,10 @@ def schedule() -> None:
 
 @schedule.command()
 @click.argument("name")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--factory", default=None, metavar="MODULE:FUNCTION",
+              help="Build the workflow at each fire time by calling this Python function "
+                   "with the run's params (instead of FILE).")
 @click.option("--cron", "cron", required=True, metavar="EXPR",
               help="6-field (seconds first) or 5-field cron expression, or a macro (@daily).")
 @click.option("--timezone", "timezone", default="UTC", show_default=True,
@@ -63,19 +56,36 @@ def schedule() -> None:
 @click.option("--catchup", type=click.Choice(CATCHUP_POLICIES), default="none",
               show_default=True, help="What to do with fire times missed while not running.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Parameter for every run (VALUE is JSON when valid, else a string).")
+              help="Parameter for every run, typed like `dagq submit --param`; "
+                   "{schedule.time} and {schedule.date} in a value become the fire time.")
+@click.option("--catchup-window", "window", type=click.FloatRange(min=0), default=None,
+              metavar="S", help="Fire times at most S seconds late count as on time "
+                                "(default: the ticker's, 60 s).")
+@click.option("--history", type=click.IntRange(min=1, max=1000), default=50,
+              show_default=True, help="Runs and missed fire times kept in the record.")
 @store_option
 @click.pass_context
 @handle_errors
-def add(ctx: click.Context, name: str, file: str, cron: str, timezone: str, overlap: str,
-        catchup: str, params: tuple[str, ...], store: str | None) -> None:
-    """Add schedule NAME running the workflow in FILE whenever --cron fires."""
-    values = parse_params(params)
+def add(ctx: click.Context, name: str, file: str | None, factory: str | None, cron: str,
+        timezone: str, overlap: str, catchup: str, params: tuple[str, ...],
+        window: float | None, history: int, store: str | None) -> None:
+    """Add schedule NAME running the workflow in FILE (or built by --factory) whenever
+    --cron fires."""
+    if (file is None) == (factory is None):
+        raise click.UsageError("give the workflow as FILE or as --factory MODULE:FUNCTION "
+                               "(one of them)")
     now = _now()
-    spec = ScheduleSpec.from_record({
-        "name": name, "cron": cron, "timezone": timezone, "overlap": overlap,
-        "catchup": catchup, "params": values, "created_at": now.isoformat()})
-    defn = load_file(file)
+    record = {"name": name, "cron": cron, "timezone": timezone, "overlap": overlap,
+              "catchup": catchup, "created_at": now.isoformat(),
+              "catchup_window_s": window, "history": history, "factory": factory}
+    if file is not None:
+        defn = load_file(file)
+        spec = ScheduleSpec.from_record({**record, "params": cli_params(defn, params)})
+    else:
+        values = dict(split_params(params))  # the factory's keyword arguments
+        spec = ScheduleSpec.from_record({**record, "params": {
+            k: parse_cli_value(WorkflowDef("", ()), k, v) for k, v in values.items()}})
+        defn = Schedule(spec=spec, definition=WorkflowDef("", ())).run_definition(now)
     sched = _store(ctx, store).add(spec, defn)
     click.echo(name)
     click.echo(f"added schedule {name!r} ({defn.name}); next run at "
@@ -155,9 +165,111 @@ def _change(verb: str, help_text: str) -> click.Command:
 
 
 _change("pause", "Stop schedule NAME from firing (stored: survives restarts and redeploys).")
-_change("resume", "Let schedule NAME fire again; times passed while paused follow its "
-        "catch-up policy.")
 _change("remove", "Delete schedule NAME (its past runs stay).")
+
+
+@schedule.command()
+@click.argument("name")
+@store_option
+@click.pass_context
+@handle_errors
+def resume(ctx: click.Context, name: str, store: str | None) -> None:
+    """Let schedule NAME fire again from now; fire times passed while it was paused are
+    recorded as missed (reason paused); `dagq schedule backfill` runs them if wanted."""
+    sched = _store(ctx, store).resume(name, _now())
+    paused = sum(1 for m in sched.missed if m.reason == "paused")
+    click.echo(f"schedule {name!r}: resumed ({paused} fire time(s) recorded as missed "
+               "while paused)", err=True)
+
+
+@schedule.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@store_option
+@click.pass_context
+@handle_errors
+def trigger(ctx: click.Context, name: str, as_json: bool, store: str | None) -> None:
+    """Start a run of schedule NAME now (even while paused); print its id."""
+    started = actions.trigger(_backend(ctx, store), name, _now())
+    click.echo(json.dumps(started.to_json()) if as_json else started.run_id)
+
+
+@schedule.command()
+@click.argument("name")
+@click.option("--from", "start", required=True, metavar="TIME",
+              help="First instant of the range (ISO 8601; no zone means UTC).")
+@click.option("--to", "end", required=True, metavar="TIME", help="Last instant of the range.")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON array.")
+@store_option
+@click.pass_context
+@handle_errors
+def backfill(ctx: click.Context, name: str, start: str, end: str, as_json: bool,
+             store: str | None) -> None:
+    """Start a run for every fire time of NAME from --from to --to (at most 1000).
+
+    Run ids are those the ticker would use, so repeating a backfill, or overlapping runs
+    that already happened, starts nothing twice.
+    """
+    runs = actions.backfill(_backend(ctx, store), name, _instant(start, "--from"),
+                            _instant(end, "--to"), _now())
+    if as_json:
+        _emit([r.to_json() for r in runs])
+        return
+    for r in runs:
+        click.echo(r.run_id)
+    new = sum(r.created for r in runs)
+    click.echo(f"backfill of {name!r}: {len(runs)} fire time(s), {new} new run(s), "
+               f"{len(runs) - new} already existed", err=True)
+
+
+@schedule.command()
+@click.argument("name")
+@click.option("--file", "file", type=click.Path(dir_okay=False), default=None,
+              help="Replace the workflow definition.")
+@click.option("--cron", default=None, metavar="EXPR", help="New cron expression.")
+@click.option("--timezone", default=None, help="New time zone.")
+@click.option("--overlap", type=click.Choice(OVERLAP_POLICIES), default=None)
+@click.option("--catchup", type=click.Choice(CATCHUP_POLICIES), default=None)
+@click.option("--catchup-window", "window", type=click.FloatRange(min=0), default=None,
+              metavar="S", help="New catch-up window in seconds.")
+@click.option("--history", type=click.IntRange(min=1, max=1000), default=None)
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Set a parameter (repeatable; the others are kept).")
+@click.option("--clear-params", is_flag=True, help="Drop every parameter first.")
+@store_option
+@click.pass_context
+@handle_errors
+def update(ctx: click.Context, name: str, file: str | None, cron: str | None,
+           timezone: str | None, overlap: str | None, catchup: str | None,
+           window: float | None, history: int | None, params: tuple[str, ...],
+           clear_params: bool, store: str | None) -> None:
+    """Change schedule NAME in place, keeping its history and last fire time."""
+    st = _store(ctx, store)
+    current = st.get(name)
+    defn = load_file(file) if file else None
+    record = current.spec.to_record()
+    changes = {"cron": cron, "timezone": timezone, "overlap": overlap, "catchup": catchup,
+               "catchup_window_s": window, "history": history}
+    record.update({k: v for k, v in changes.items() if v is not None})
+    values = {} if clear_params else dict(current.spec.params)
+    values.update(cli_params(defn or current.definition, params))
+    record["params"] = values
+    sched = st.change_spec(name, ScheduleSpec.from_record(record), defn)
+    click.echo(f"schedule {name!r}: updated; next run at "
+               f"{utc_text(sched.next_fires(_now(), 1)[0])}", err=True)
+
+
+def _backend(ctx: click.Context, store: str | None) -> Backend:
+    return backend_from_settings(settings_from(ctx, store))
+
+
+def _instant(text: str, flag: str) -> datetime:
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 time such as "
+                                 "2026-03-01T00:00:00Z", param_hint=flag) from None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 @schedule.command(name="next")

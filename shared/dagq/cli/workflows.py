@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from dagq.cli.common import emit_json, handle_errors, open_client, store_option
-from dagq.cli.params import SINCE
+from dagq.cli.params import param_option, with_params
 from dagq.cli.render import (
     duration_text,
     print_status,
@@ -20,6 +20,7 @@ from dagq.cli.render import (
     progress_bar,
     time_text,
 )
+from dagq.cli.since import SINCE
 from dagq.client import Submitted
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
@@ -63,6 +64,7 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
               help="Restructure tasks with more dependencies than this into batches.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=20, show_default=True,
               help="Submissions in flight at once.")
+@param_option
 @click.option("--wait", "wait_", is_flag=True,
               help="Then wait for the workflows to end (exit codes of `dagq wait`).")
 @click.option("--watch", "watch_", is_flag=True,
@@ -75,8 +77,8 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
 @click.pass_context
 @handle_errors
 def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
-           max_fan_in: int | None, concurrency: int, wait_: bool, watch_: bool,
-           timeout_s: float | None, as_json: bool, store: str | None) -> None:
+           max_fan_in: int | None, concurrency: int, params: tuple[str, ...], wait_: bool,
+           watch_: bool, timeout_s: float | None, as_json: bool, store: str | None) -> None:
     """Submit workflow FILES (or paths read from stdin); print one id per line."""
     if wait_ and watch_:
         raise click.UsageError("use either --wait or --watch, not both")
@@ -93,7 +95,7 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
     failed = False
     for path in paths:  # validate everything first: bad input writes nothing
         try:
-            defn = load_file(path)
+            defn = with_params(load_file(path), params)
             if max_fan_in is not None:  # a definition the transform refuses is bad input too
                 sequentialize_fan_in(defn, max_fan_in)
             defs.append(defn)

@@ -8,7 +8,7 @@
         Chain(
             task(featurize, rows=1000),
             Group(task(train, model="gnn", queue="gpu"), task(train, model="rf")),
-            WithDelay(task(evaluate), delay=30),      # seconds
+            WithDelay(task(evaluate), delay_s=30),
         ),
         default_queue="cpu",
     )
@@ -65,6 +65,7 @@ def task(
     depends_on: Iterable[str] = (),
     workflow: SubWorkflow | Workflow | WorkflowDef | None = None,
     params: Mapping[str, Any] | None = None,
+    kind: str | None = None,
     **kwargs: Any,
 ) -> Task:
     """A task: a shell command (``cmd=``), a Python function, or a ``call=`` path.
@@ -73,7 +74,8 @@ def task(
     recorded as ``kwargs.call`` and the keyword arguments as ``kwargs.args`` (JSON). Use
     ``args={...}`` for arguments whose names clash with this function's keywords.
     For shell tasks the extra keyword arguments become extra ``kwargs`` keys (for
-    example ``bg_dirsync_to``, or keys a custom processor reads).
+    example ``bg_dirsync_to``, ``x_...`` keys of your own, or the keys of a custom
+    processor's kind). ``task("join", kind="noop")`` is a join that runs nothing.
 
     ``task("eu", workflow=etl.as_step(region="eu"))`` runs a child workflow made by a
     ``workflow_factory``; ``workflow=`` also takes a ``Workflow`` or ``WorkflowDef`` (run
@@ -92,6 +94,8 @@ def task(
         "retry_backoff_max_s": retry_backoff_max_s, "timeout_s": timeout_s,
         "delay_s": delay_s, "condition": condition, "dep_policy": dep_policy,
     }
+    if kind is not None:
+        options["kind"] = kind
     if isinstance(name_or_callable, str):
         if name is not None:
             raise DefinitionError([Problem(f"task({name_or_callable!r}, name={name!r}) gives "
@@ -210,7 +214,12 @@ class Workflow:
         result_policy: ResultPolicy = "all_sinks_succeed",
         params: Mapping[str, Any] | None = None,
         description: str | None = None,
+        parameters: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
+        if not isinstance(name, str):
+            raise DefinitionError([Problem(
+                f"Workflow() takes the workflow's name first, got {type(name).__name__}; "
+                "write Workflow(\"my-workflow\", ...steps)")])
         self.name = name
         self.steps = as_steps(steps, "Workflow")
         self.default_queue = default_queue
@@ -219,6 +228,8 @@ class Workflow:
         self.result_policy: ResultPolicy = result_policy
         self.params = dict(params or {})
         self.description = description
+        self.parameters = {k: dict(v) for k, v in (parameters or {}).items()}
+        """Declared parameters (``{name: {type, default, required, description}}``)."""
 
     def build(self) -> WorkflowDef:
         """Compile to a validated ``WorkflowDef``; ``DefinitionError`` lists every problem."""
@@ -227,7 +238,7 @@ class Workflow:
             default_queue=self.default_queue,
             default_task_timeout_s=self.default_task_timeout_s,
             max_parallelism=self.max_parallelism, result_policy=self.result_policy,
-            params=self.params, description=self.description,
+            params=self.params, description=self.description, parameters=self.parameters,
         )
         problems = validate(defn)
         if problems:
@@ -241,6 +252,8 @@ class Workflow:
         return dump_yaml(self.build())
 
     def submit(self, client: WorkflowClient, *, workflow_id: str | None = None,
-               max_fan_in: int | None = None) -> str:
-        """Submit through ``client`` (a ``WorkflowClient``); returns the workflow id."""
-        return client.submit(self.build(), workflow_id=workflow_id, max_fan_in=max_fan_in).id
+               max_fan_in: int | None = None, params: Mapping[str, Any] | None = None) -> str:
+        """Submit through ``client`` (a ``WorkflowClient``) with run ``params``; returns
+        the workflow id."""
+        return client.submit(self.build(), workflow_id=workflow_id, max_fan_in=max_fan_in,
+                             params=params).id

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, TypeAlias
 
 from dagq.compose.callables import is_finite_number
@@ -55,17 +56,48 @@ class Group:
 
 
 class WithDelay:
-    """``step`` whose first tasks wait ``delay`` extra **seconds** once they are ready.
+    """``step`` whose first tasks wait an extra delay once they are ready.
 
+    Give the delay with its unit: ``delay_s=30`` (seconds), ``delay_ms=30_000``
+    (milliseconds, as dramatiq-workflow's ``WithDelay(..., delay=30_000)``) or
+    ``delay=timedelta(seconds=30)``. A bare number for ``delay=`` is refused: it means
+    milliseconds in dramatiq-workflow, so guessing either way would be a trap.
     The delay adds to the tasks' own ``delay_s`` and to enclosing ``WithDelay``s.
     """
 
-    def __init__(self, step: Step | Callable[..., Any], *, delay: float) -> None:
-        if not is_finite_number(delay) or delay < 0:
-            raise DefinitionError([Problem("WithDelay(delay=...) must be a number of seconds "
-                                           f"of 0 or more, got {delay!r}")])
+    def __init__(self, step: Step | Callable[..., Any], *, delay: timedelta | None = None,
+                 delay_s: float | None = None, delay_ms: float | None = None) -> None:
         self.steps: tuple[Step, ...] = as_steps((step,), "WithDelay")
-        self.delay = float(delay)
+        self.delay = _delay_seconds(delay, delay_s, delay_ms)
+        """The delay in seconds."""
+
+
+def _delay_seconds(delay: object, delay_s: object, delay_ms: object) -> float:
+    given = [(k, v) for k, v in (("delay", delay), ("delay_s", delay_s), ("delay_ms", delay_ms))
+             if v is not None]
+    if len(given) != 1:
+        raise _fail("WithDelay() needs exactly one of delay_s= (seconds), delay_ms= "
+                    "(milliseconds) or delay= (a datetime.timedelta), got "
+                    + (", ".join(k for k, _ in given) or "none"))
+    key, value = given[0]
+    if key == "delay":
+        if not isinstance(value, timedelta):
+            raise _fail(f"WithDelay(delay={value!r}): a bare number has no unit here "
+                        "(dramatiq-workflow reads it as milliseconds); write "
+                        f"delay_ms={value!r}, delay_s=... (seconds) or "
+                        "delay=timedelta(seconds=...)")
+        seconds = value.total_seconds()
+    elif not is_finite_number(value):
+        raise _fail(f"WithDelay({key}=...) must be a number, got {value!r}")
+    else:
+        seconds = float(value) / (1000.0 if key == "delay_ms" else 1.0)  # type: ignore[arg-type]
+    if seconds < 0:
+        raise _fail(f"WithDelay({key}=...) must not be negative, got {value!r}")
+    return seconds
+
+
+def _fail(message: str) -> DefinitionError:
+    return DefinitionError([Problem(message)])
 
 
 Step: TypeAlias = Task | Chain | Group | WithDelay

@@ -5,8 +5,7 @@ field and the rule, instead of being stored and failing (or crashing) at run tim
 
 - text that is not valid UTF-8 (lone surrogates) anywhere, integers of more than 4300
   digits anywhere, control characters in mapping keys;
-- durations beyond ``MAX_SECONDS`` (``1e400`` parses as infinity; ``1e300`` overflows
-  every clock);
+- (durations too long to mean anything are bounded in ``dagq.core.task_checks``);
 - what a process can never be started with: NUL bytes in ``cmd``, ``cwd`` or ``env``,
   and environment variable names that are empty or contain ``=``.
 
@@ -16,7 +15,6 @@ field and the rule, instead of being stored and failing (or crashing) at run tim
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -25,13 +23,10 @@ from dagq.core import values
 from dagq.core.rules import join_path
 from dagq.errors import Problem
 
-MAX_SECONDS = 10 * 365 * 24 * 3600
-"""Longest duration accepted in ``timeout_s``, ``delay_s`` and the retry back-off (10 years)."""
 MAX_ITEMS = 1_000_000
 """Most values walked in one definition."""
 MAX_LEVELS = values.MAX_DEPTH + 8
 """Deepest level walked (a definition's own levels above its kwargs, plus their limit)."""
-SECONDS_FIELDS = ("timeout_s", "delay_s", "retry_backoff_s", "retry_backoff_max_s")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -88,23 +83,6 @@ def definition_problems(defn: Any, task_path: Callable[[int], str],
         found += [Problem(m, task=owner, field=w)
                   for w, m in value_problems(task, task_path(i))]
     return found
-
-
-def seconds_problems(task: Any) -> Iterator[tuple[str, str]]:
-    """``(field, message)`` for each duration of ``task`` over ``MAX_SECONDS``."""
-    for name in SECONDS_FIELDS:
-        value = getattr(task, name, None)
-        if isinstance(value, int | float) and not isinstance(value, bool) \
-                and _too_long(value):
-            yield name, (f"{name} must be at most {MAX_SECONDS} seconds (10 years), got "
-                         f"{value if isinstance(value, float) else 'a huge integer'}")
-
-
-def _too_long(value: float) -> bool:
-    try:
-        return math.isfinite(value) and value > MAX_SECONDS
-    except OverflowError:  # an int too large for a float
-        return True
 
 
 def process_problems(kwargs: Mapping[str, object]) -> Iterator[tuple[str, str]]:

@@ -81,6 +81,8 @@ class TaskDef:
     """Set when the task runs a child workflow."""
     merge: bool = False
     """True for merge nodes: the engine completes them itself, no worker involved."""
+    kind: str | None = None
+    """Explicit task kind (``noop`` for a join); ``None`` infers it (see ``dagq.core.kinds``)."""
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,11 @@ class WorkflowDef:
     result_policy: ResultPolicy = "all_sinks_succeed"
     """What makes the workflow ``completed``; see docs/semantics.md."""
     params: Mapping[str, Any] = field(default_factory=dict)
-    """Parameters of this run (set by a parent workflow or a schedule)."""
+    """Parameters of this run (set by a parent workflow, a schedule or at submit)."""
     description: str | None = None
     """Free text shown in listings."""
+    parameters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Declared parameters: name -> ``{type, default, required, description}``."""
 
     def queue_of(self, task: TaskDef) -> str:
         """The queue ``task`` runs on."""

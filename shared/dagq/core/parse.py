@@ -34,15 +34,16 @@ from dagq.core.yaml_source import (
 from dagq.errors import DefinitionError, Problem
 
 WORKFLOW_FIELDS = ("$schema", "name", "description", "default_queue", "default_task_timeout_s",
-                   "max_parallelism", "result_policy", "params", "tasks")
+                   "max_parallelism", "result_policy", "params", "parameters", "tasks")
 TASK_FIELDS = ("name", "kwargs", "depends_on", "queue", "dep_policy", "condition", "num_retries",
                "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "workflow",
-               "params", "merge")
+               "params", "merge", "kind")
 
 _NULL_MEANS_DEFAULT = {"description", "default_task_timeout_s", "max_parallelism", "queue",
-                       "condition", "timeout_s"}
+                       "condition", "timeout_s", "kind"}
 _PLAIN_TASK_FIELDS = ("kwargs", "queue", "dep_policy", "condition", "num_retries",
-                      "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "merge")
+                      "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "merge",
+                      "kind")
 _TASK_DEFAULTS = {f.name: f.default for f in fields(TaskDef) if f.default is not MISSING}
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -159,10 +160,12 @@ def _build_task(item: Mapping[Any, Any], where: str, index: int, source: SourceM
         if isinstance(child, str):
             args["workflow"] = SubWorkflow(path=child, params=params)
         elif not isinstance(child, Mapping):
+            source.skip.add((index, "kind"))  # reported here; not also "runs nothing"
             problems.append(Problem(f"workflow must be a file path or an inline workflow "
                                     f"definition, got {describe(child)}", task=label,
                                     field=where + ".workflow"))
         elif depth + 1 >= MAX_SUBWORKFLOW_DEPTH:
+            source.skip.add((index, "kind"))
             problems.append(Problem(f"sub-workflows are nested more than "
                                     f"{MAX_SUBWORKFLOW_DEPTH} deep", task=label,
                                     field=where + ".workflow"))
@@ -214,6 +217,8 @@ def definition_to_dict(defn: WorkflowDef, *, factories: bool = False) -> dict[st
         out["result_policy"] = defn.result_policy
     if defn.params:
         out["params"] = _plain(defn.params)
+    if defn.parameters:
+        out["parameters"] = _plain(defn.parameters)
     out["tasks"] = [_task_to_dict(t, factories) for t in defn.tasks]
     return out
 
@@ -227,7 +232,7 @@ def _task_to_dict(task: TaskDef, factories: bool = False) -> dict[str, Any]:
     if task.depends_on:
         out["depends_on"] = list(task.depends_on)
     for key in ("queue", "dep_policy", "condition", "num_retries", "retry_backoff_s",
-                "retry_backoff_max_s", "timeout_s", "delay_s"):
+                "retry_backoff_max_s", "timeout_s", "delay_s", "kind"):
         value = getattr(task, key)
         if value != _TASK_DEFAULTS[key]:
             out[key] = _number(value)

@@ -18,6 +18,7 @@ from dagq.core import hardening
 from dagq.core.condition import cached_condition
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.name_rules import storage_name_problems
+from dagq.core.params import definition_problems
 from dagq.core.rules import (
     IMPORT_PATH_RE,
     describe,
@@ -26,6 +27,7 @@ from dagq.core.rules import (
     queue_problem,
     task_name_problem,
 )
+from dagq.core.task_checks import task_problems, workflow_problems
 from dagq.core.transforms import cycle_through, nested_problem, strongly_connected
 from dagq.errors import ConditionError, Problem
 
@@ -117,6 +119,9 @@ class _Checker:
         self.check_graph(good)
         for message, where, task in storage_name_problems(self.defn, self.prefix):
             self.add(message, where, task)
+        for message, index, at in definition_problems(self.defn):
+            self.add(message, (index, at) if index is not None else self.prefix + at,
+                     getattr(tasks[index], "name", None) if index is not None else None)
         return self.problems
 
     def check_workflow(self) -> None:
@@ -137,6 +142,8 @@ class _Checker:
             self.add(f"result_policy must be one of {', '.join(_RESULT_POLICIES)}, got "
                      f"{describe(d.result_policy)}{hint}", p + "result_policy")
         self.mapping(d.params, p + "params", None)
+        for message, at in workflow_problems(d):
+            self.add(message, p + at)
         if d.description is not None and not isinstance(d.description, str):
             self.add(f"description must be a string, got {describe(d.description)}",
                      p + "description")
@@ -186,8 +193,6 @@ class _Checker:
         self.number(t.retry_backoff_s, (i, "retry_backoff_s"), name, False)
         self.number(t.retry_backoff_max_s, (i, "retry_backoff_max_s"), name, False)
         self.number(t.delay_s, (i, "delay_s"), name, False)
-        for key, message in hardening.seconds_problems(t):
-            self.add(message, (i, key), name)
         if t.timeout_s is not None:
             self.number(t.timeout_s, (i, "timeout_s"), name, True)
         if t.condition is not None and not isinstance(t.condition, str):
@@ -195,6 +200,8 @@ class _Checker:
                      (i, "condition"), name)
         if t.workflow is not None:
             self.check_subworkflow(i, t)
+        for message, at in task_problems(t, kind=(i, "kind") not in skip):
+            self.add(message, (i, at), name)
         if t.merge is True:
             extra = [f for f, v in (("kwargs", t.kwargs), ("condition", t.condition),
                                     ("workflow", t.workflow)) if v]

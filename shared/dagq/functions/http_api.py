@@ -19,6 +19,7 @@ from dagq.functions.http_auth import http_auth_level, identity_guard
 from dagq.functions.http_io import (
     choice_param,
     int_param,
+    object_param,
     read_definition,
     text_param,
 )
@@ -43,11 +44,14 @@ def _route_id(req: func.HttpRequest) -> str:
 
 
 def submit(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``POST /workflows[?id=&max_fan_in=]``: 201 created, 200 same definition, 409 other."""
+    """``POST /workflows[?id=&max_fan_in=&params=]``: 201 created, 200 same definition,
+    409 other; ``params`` is a JSON object of run parameters."""
     defn = read_definition(req, runtime.settings.max_request_bytes)
     workflow_id = text_param(req, "id")
     max_fan_in = int_param(req, "max_fan_in", None, minimum=2)
-    done = runtime.client().submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in)
+    params = object_param(req, "params")
+    done = runtime.client().submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in,
+                                   params=params)
     return json_response({"id": done.id, "created": done.created},
                          201 if done.created else 200,
                          headers={"Location": f"/api/workflows/{done.id}"})

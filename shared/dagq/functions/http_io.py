@@ -6,8 +6,9 @@ with a 500 and never reaches the store with it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import azure.functions as func
 
@@ -67,6 +68,22 @@ def read_definition(req: func.HttpRequest, max_bytes: int) -> WorkflowDef:
                        "definition as YAML or JSON")
     defn = load_definition(body, source="request body", fmt=MEDIA_TYPES.get(kind))
     return require_inline(defn, why="by the HTTP API")
+
+
+def object_param(req: func.HttpRequest, name: str) -> dict[str, Any] | None:
+    """A query value holding a JSON object (e.g. ``params={"epochs": 5}``); 400 otherwise."""
+    value = text_param(req, name)
+    if value is None:
+        return None
+    try:
+        data = json.loads(value)
+    except ValueError as exc:
+        data = exc
+    if not isinstance(data, dict):
+        raise ApiError(400, "bad_parameter",
+                       f"query parameter {name} must be a JSON object such as "
+                       f'{{"epochs": 5}}, got {value[:80]!r}', [{"parameter": name}])
+    return data
 
 
 def text_param(req: func.HttpRequest, name: str) -> str | None:

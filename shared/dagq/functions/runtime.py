@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 
 from dagq.client import WorkflowClient
 from dagq.config import Settings
+from dagq.plugins import load_kinds_from_env
 from dagq.ports import Backend
 from dagq.runtime.coordinator import Coordinator
 from dagq.wiring import backend_from_settings
@@ -49,7 +50,9 @@ class Runtime:
         """``Settings`` from the app settings (``ConfigError`` if one is bad)."""
         with self._lock:
             if self._settings is None:
-                self._settings = Settings.from_env(self.env)
+                settings = Settings.from_env(self.env)
+                load_kinds_from_env(self.env)  # custom task kinds, before any validation
+                self._settings = settings
             return self._settings
 
     def backend(self) -> Backend:

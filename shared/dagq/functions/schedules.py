@@ -1,6 +1,7 @@
 """The schedules blueprint: a timer that fires due schedules every minute, and the HTTP
 routes ``/api/schedules`` (list, add), ``/api/schedules/{name}`` (show, remove) and
-``/api/schedules/{name}/pause|resume`` (function key or Entra ID: see ``http_auth``).
+``/api/schedules/{name}/pause|resume|trigger|backfill`` and ``PATCH
+/api/schedules/{name}`` (function key or Entra ID: see ``http_auth``).
 
 Handlers parse, call ``ScheduleStore`` / ``Ticker`` (the classes ``dagq schedule`` and
 ``dagq scheduler`` use) and map errors to JSON ``{"error", "code", "details"}``: bad
@@ -21,7 +22,7 @@ from dagq.compose.loader import require_inline
 from dagq.core.model import WorkflowDef
 from dagq.core.parse import definition_from_dict, load_definition
 from dagq.core.schedule.policy import ScheduleSpec
-from dagq.functions import new_blueprint
+from dagq.functions import new_blueprint, schedule_runs
 from dagq.functions.errors import ApiError, answer, json_response
 from dagq.functions.http_auth import http_auth_level, identity_guard
 from dagq.functions.http_io import media_type, read_body
@@ -42,7 +43,9 @@ TICK_TOLERANCE_S = 120.0
 _TEXT, _OBJECT = ((str,), "a string"), ((dict,), "an object")
 _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "name": _TEXT, "cron": _TEXT, "definition": ((str, dict), "a string or an object"),
-    "timezone": _TEXT, "overlap": _TEXT, "catchup": _TEXT, "params": _OBJECT}
+    "timezone": _TEXT, "overlap": _TEXT, "catchup": _TEXT, "params": _OBJECT,
+    "catchup_window_s": ((int, float), "a number of seconds"),
+    "history": ((int,), "a whole number")}
 _REQUIRED = ("name", "cron", "definition")
 
 
@@ -113,6 +116,7 @@ def add(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
         "name": data["name"], "cron": data["cron"],
         "timezone": data.get("timezone", "UTC"), "overlap": data.get("overlap", "skip"),
         "catchup": data.get("catchup", "none"), "params": data.get("params", {}),
+        "catchup_window_s": data.get("catchup_window_s"), "history": data.get("history", 50),
         "created_at": now.isoformat()})
     defn = _definition(data["definition"])
     store = ScheduleStore(runtime.backend())
@@ -145,7 +149,7 @@ def set_paused(runtime: Runtime, req: func.HttpRequest, paused: bool) -> func.Ht
     """``POST /schedules/{name}/pause`` or ``/resume``: 200 with the summary."""
     store = ScheduleStore(runtime.backend())
     name = _name(req)
-    sched = store.pause(name) if paused else store.resume(name)
+    sched = store.pause(name) if paused else store.resume(name, _now(runtime))
     return json_response(summary(store, sched, _now(runtime)))
 
 
@@ -197,5 +201,23 @@ def schedules_blueprint(runtime: Runtime, timer_schedule: str = TICK_SCHEDULE) -
     @guard
     def resume_schedule(req: func.HttpRequest) -> func.HttpResponse:
         return answer(lambda: set_paused(runtime, req, False))
+
+    @bp.function_name("trigger_schedule")
+    @bp.route(route="schedules/{name}/trigger", methods=["POST"], auth_level=auth)
+    @guard
+    def trigger_schedule(req: func.HttpRequest) -> func.HttpResponse:
+        return answer(lambda: schedule_runs.trigger(runtime, _name(req)))
+
+    @bp.function_name("backfill_schedule")
+    @bp.route(route="schedules/{name}/backfill", methods=["POST"], auth_level=auth)
+    @guard
+    def backfill_schedule(req: func.HttpRequest) -> func.HttpResponse:
+        return answer(lambda: schedule_runs.backfill(runtime, req, _name(req)))
+
+    @bp.function_name("update_schedule")
+    @bp.route(route="schedules/{name}", methods=["PATCH"], auth_level=auth)
+    @guard
+    def update_schedule(req: func.HttpRequest) -> func.HttpResponse:
+        return answer(lambda: schedule_runs.update(runtime, req, _name(req), _definition))
 
     return bp

@@ -17,6 +17,7 @@ from dagq.compose.factory import resolve_child
 from dagq.core import engine, paths
 from dagq.core.engine.state import WorkflowState
 from dagq.core.model import OutputRef
+from dagq.core.params import render_kwargs
 from dagq.errors import DagqError, NotFound
 from dagq.outage import TRANSIENT
 from dagq.ports import Backend, ChildWorkflows
@@ -96,7 +97,8 @@ class OutboxSender:
                   for name, v in state.inputs_of(d.task).items()}
         msg = TaskMessage(
             workflow_id=state.workflow_id, task=d.task, attempt=d.attempt, key=d.key,
-            kwargs=dict(tdef.kwargs), timeout_s=d.timeout_s, inputs=inputs,
+            kwargs=render_kwargs(tdef.kwargs, state.definition.params),
+            timeout_s=d.timeout_s, inputs=inputs,
             params=dict(state.definition.params),
         )
         limit = self.backend.queues.get(d.queue).max_message_bytes

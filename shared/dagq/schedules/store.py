@@ -21,10 +21,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from dagq.core.model import OutputRef, WorkflowDef
+from dagq.core.model import OutputRef, SubWorkflow, WorkflowDef
+from dagq.core.params import apply_params
 from dagq.core.parse import canonical_json, definition_from_dict, definition_to_dict
 from dagq.core.paths import segment
-from dagq.core.schedule.policy import ScheduleSpec, run_id, upcoming
+from dagq.core.schedule.policy import ScheduleSpec, paused_times, run_id, upcoming
 from dagq.core.validate import validate
 from dagq.errors import (
     AlreadyExists,
@@ -41,7 +42,8 @@ from dagq.ports import Backend
 PARTITION = "schedules"
 """The ``Records`` partition holding one record per schedule."""
 HISTORY = 50
-"""Runs and missed fire times kept per schedule (the newest)."""
+"""Runs and missed fire times kept per schedule (the newest) unless its spec says
+otherwise (``history``)."""
 INLINE_DEFINITION_CHARS = 12_000
 """Canonical definitions longer than this go to output storage."""
 ACTIVE_STATUSES = frozenset({"pending", "running"})
@@ -92,6 +94,8 @@ class Schedule:
     """Recent missed fire times, oldest first (at most ``HISTORY``)."""
     missed_dropped: int = 0
     """Older entries of ``missed`` that were dropped to keep the history bounded."""
+    buffered: datetime | None = None
+    """``buffer_one``: the fire time waiting for the previous run to end."""
     etag: str = ""
     """ETag of the stored record this was read from."""
     stored_definition: Mapping[str, Any] = field(default_factory=dict, repr=False,
@@ -108,11 +112,31 @@ class Schedule:
         """Workflow id of the latest run, if any."""
         return None if self.last_run is None else run_id(self.name, self.last_run)
 
-    def run_definition(self) -> WorkflowDef:
-        """The definition a run starts: the schedule's params over the workflow's own."""
-        if not self.spec.params:
+    def run_definition(self, fire_time: datetime | None = None) -> WorkflowDef:
+        """The definition a run starts: the schedule's params over the workflow's own,
+        with ``{schedule.time}`` (UTC, ISO 8601) and ``{schedule.date}`` (the date in
+        the schedule's time zone) in string values replaced for ``fire_time``.
+
+        A schedule with a ``factory`` builds its definition now, by calling the factory
+        with those params (``DagqError`` when it cannot be imported, raises or returns
+        something invalid)."""
+        if not self.spec.params and self.spec.factory is None:
             return self.definition
-        return replace(self.definition, params={**self.definition.params, **self.spec.params})
+        params = dict(self.spec.params)
+        if fire_time is not None:
+            local = fire_time.astimezone(self.spec.zone)
+            marks = {"{schedule.time}": utc_text(fire_time) or "",
+                     "{schedule.date}": local.date().isoformat()}
+            for key, value in params.items():
+                if isinstance(value, str) and "{schedule." in value:
+                    for mark, text in marks.items():
+                        value = value.replace(mark, text)
+                    params[key] = value
+        if self.spec.factory is not None:
+            from dagq.compose.factory import resolve_child
+
+            return resolve_child(SubWorkflow(factory=self.spec.factory, params=params))
+        return replace(self.definition, params={**self.definition.params, **params})
 
     def next_fires(self, now: datetime, count: int) -> list[datetime]:
         """The next ``count`` fire times after ``now`` (and after the last handled one)."""
@@ -167,9 +191,7 @@ class ScheduleStore:
     def add(self, spec: ScheduleSpec, definition: WorkflowDef) -> Schedule:
         """Store a new schedule; raises ``ScheduleExists`` when the name is taken and
         ``DefinitionError`` when the definition cannot be stored as data."""
-        problems = validate(replace(definition, params={**definition.params, **spec.params}))
-        if problems:
-            raise DefinitionError(problems, source=f"schedule {spec.name!r}")
+        self._check(spec, definition)
         try:
             data = definition_to_dict(definition)
         except ValueError as exc:
@@ -190,9 +212,50 @@ class ScheduleStore:
         """Stop ``name`` from firing (stored, so it survives restarts)."""
         return self.update(name, lambda s: replace(s, spec=replace(s.spec, paused=True)))
 
-    def resume(self, name: str) -> Schedule:
-        """Let ``name`` fire again; times passed while paused follow its catch-up policy."""
-        return self.update(name, lambda s: replace(s, spec=replace(s.spec, paused=False)))
+    def resume(self, name: str, now: datetime | None = None) -> Schedule:
+        """Let ``name`` fire again from ``now`` (default: the clock). The fire times that
+        passed while it was paused are recorded as missed (reason ``paused``), whatever
+        its catch-up policy; ``backfill`` runs them if they are wanted after all."""
+        when = datetime.now(UTC) if now is None else now.astimezone(UTC)
+
+        def change(s: Schedule) -> Schedule:
+            if not s.spec.paused:
+                return s
+            keep = s.spec.history
+            times, truncated = paused_times(s.spec, last_fire=s.last_fire, now=when,
+                                            keep=keep)
+            missed = [MissedEntry(t, "paused") for t in times]
+            if truncated and times:
+                missed.insert(0, MissedEntry(times[0], "paused", (
+                    f"older fire times before {utc_text(times[0])} passed during the pause "
+                    "too (too many to list one by one)")))
+            return replace(s, spec=replace(s.spec, paused=False),
+                           last_fire=max(s.last_fire or s.spec.created_at, when),
+                           missed=s.missed + tuple(missed), buffered=None)
+
+        return self.update(name, change)
+
+    def change_spec(self, name: str, spec: ScheduleSpec,
+                    definition: WorkflowDef | None = None) -> Schedule:
+        """Replace the spec of ``name`` (and its definition when given) in place, keeping
+        its history and last fire time; checked like ``add``."""
+        if spec.name != name:
+            raise CronError(f"cannot rename schedule {name!r} to {spec.name!r}; add a new one")
+
+        def change(s: Schedule) -> Schedule:
+            defn = definition or s.definition
+            self._check(spec, defn)
+            stored = (self._definition_fields(name, defn, definition_to_dict(defn))
+                      if definition is not None else s.stored_definition)
+            return replace(s, spec=spec, definition=defn, stored_definition=stored,
+                           buffered=s.buffered if spec.overlap == "buffer_one" else None)
+
+        return self.update(name, change)
+
+    def _check(self, spec: ScheduleSpec, definition: WorkflowDef) -> None:
+        problems = validate(apply_params(definition, spec.params))
+        if problems:
+            raise DefinitionError(problems, source=f"schedule {spec.name!r}")
 
     def remove(self, name: str) -> None:
         """Delete ``name``; raises ``ScheduleNotFound`` when it does not exist."""
@@ -218,22 +281,24 @@ class ScheduleStore:
     def save(self, schedule: Schedule, etag: str) -> Schedule:
         """Write ``schedule`` only if the stored ETag is still ``etag``
         (``PreconditionFailed`` otherwise, also when it was removed meanwhile)."""
+        keep = schedule.spec.history
         value: dict[str, Any] = {
             "v": 1, **schedule.stored_definition, "spec": schedule.spec.to_record(),
             "last_fire": utc_text(schedule.last_fire), "last_run": utc_text(schedule.last_run),
             "runs": [{"fire_time": utc_text(r.fire_time), "run_id": r.run_id,
-                      "submitted_at": utc_text(r.submitted_at)} for r in schedule.runs[-HISTORY:]],
+                      "submitted_at": utc_text(r.submitted_at)} for r in schedule.runs[-keep:]],
             "missed": [{"fire_time": utc_text(m.fire_time), "reason": m.reason,
                         **({"detail": m.detail} if m.detail else {})}
-                       for m in schedule.missed[-HISTORY:]],
-            "missed_dropped": schedule.missed_dropped + max(len(schedule.missed) - HISTORY, 0),
+                       for m in schedule.missed[-keep:]],
+            "missed_dropped": schedule.missed_dropped + max(len(schedule.missed) - keep, 0),
+            "buffered": utc_text(schedule.buffered),
         }
         try:
             new_etag = self.records.put(PARTITION, schedule.name, value, etag=etag)
         except NotFound:
             raise PreconditionFailed(f"schedule {schedule.name!r} was removed") from None
-        return replace(schedule, runs=schedule.runs[-HISTORY:],
-                       missed=schedule.missed[-HISTORY:], etag=new_etag,
+        return replace(schedule, runs=schedule.runs[-keep:],
+                       missed=schedule.missed[-keep:], etag=new_etag,
                        missed_dropped=value["missed_dropped"])
 
     # -- encoding --------------------------------------------------------------------
@@ -266,7 +331,8 @@ class ScheduleStore:
                 missed=tuple(MissedEntry(_req(m["fire_time"]), m["reason"], m.get("detail", ""))
                              for m in value.get("missed", [])),
                 missed_dropped=int(value.get("missed_dropped", 0)),
-                etag=etag, stored_definition={k: value[k] for k in ("definition", "definition_ref")
+                buffered=_time(value.get("buffered")), etag=etag,
+                stored_definition={k: value[k] for k in ("definition", "definition_ref")
                                               if k in value})
         except (KeyError, TypeError, ValueError) as exc:
             raise CronError(f"the stored record of schedule {spec.name!r} is damaged "
@@ -289,7 +355,9 @@ def summary(store: ScheduleStore, sched: Schedule, now: datetime) -> dict[str, A
     return {
         "name": spec.name, "cron": spec.cron, "timezone": spec.timezone,
         "overlap": spec.overlap, "catchup": spec.catchup, "params": dict(spec.params),
-        "paused": spec.paused, "workflow": sched.definition.name,
+        "catchup_window_s": spec.catchup_window_s, "history": spec.history,
+        "buffered": utc_text(sched.buffered), "paused": spec.paused,
+        "workflow": sched.definition.name,
         "created_at": utc_text(spec.created_at), "last_fire": utc_text(sched.last_fire),
         "last_run": last, "missed_recorded": len(sched.missed) + sched.missed_dropped,
         "next_run": None if spec.paused else utc_text(sched.next_fires(now, 1)[0]),

@@ -25,7 +25,6 @@ from dagq.client import WorkflowClient
 from dagq.core.schedule.policy import TickDecision, decide_tick, run_id
 from dagq.errors import (
     DagqError,
-    DefinitionError,
     IdConflict,
     PreconditionFailed,
     ScheduleNotFound,
@@ -35,7 +34,6 @@ from dagq.errors import (
 from dagq.ports import Backend
 from dagq.schedules.store import (
     ACTIVE_STATUSES,
-    HISTORY,
     MissedEntry,
     RunEntry,
     Schedule,
@@ -122,8 +120,8 @@ class Ticker:
                       and self.store.run_status(previous) in ACTIVE_STATUSES)
             decision = decide_tick(sched.spec, last_fire=sched.last_fire, now=now,
                                    previous_run_active=active, tolerance_s=self.tolerance_s,
-                                   max_catchup=self.max_catchup,
-                                   max_missed=HISTORY - 1)  # + 1 entry for the span
+                                   max_catchup=self.max_catchup, buffered=sched.buffered,
+                                   max_missed=sched.spec.history - 1)  # + 1 for the span
             if decision.next_fire is not None:
                 report.next_fire = min(report.next_fire or decision.next_fire,
                                        decision.next_fire)
@@ -136,7 +134,8 @@ class Ticker:
             new = replace(
                 sched, last_fire=decision.handled_until,
                 last_run=max([r.fire_time for r in runs], default=sched.last_run),
-                runs=(sched.runs + tuple(runs))[-HISTORY:], missed=sched.missed + tuple(missed))
+                runs=(sched.runs + tuple(runs))[-sched.spec.history:],
+                missed=sched.missed + tuple(missed), buffered=decision.buffer)
             try:
                 self.store.save(new, sched.etag)
             except PreconditionFailed:
@@ -168,13 +167,13 @@ class Ticker:
         failed: list[MissedEntry] = []
         if not decision.fire:
             return fired, runs, failed
-        defn = sched.run_definition()
         for t in decision.fire:
             rid = run_id(sched.name, t)
             extra = {"schedule": sched.name, "fire_time": utc_text(t)}
             try:
+                defn = sched.run_definition(t)
                 done = self.client.submit(defn, workflow_id=rid, extra=extra)
-            except (DefinitionError, IdConflict) as exc:
+            except (DagqError, IdConflict) as exc:
                 # A rejected submission would fail again on every tick: record it as missed.
                 failed.append(MissedEntry(t, "error", str(exc)[:_DETAIL_CHARS]))
                 continue

@@ -19,6 +19,10 @@ def load_processor(spec: str) -> Processor:
     proc = cls() if isinstance(cls, type) else None
     if not isinstance(proc, Processor):
         raise ConfigError(f"--processor {spec!r} is not a dagq.worker.Processor subclass")
+    if proc.task_kind is not None:  # its declared keys, so definitions using it validate
+        from dagq.plugins import register_or_fail
+
+        register_or_fail(proc.task_kind, f"--processor {spec!r}")
     return proc
 
 

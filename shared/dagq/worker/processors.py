@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dagq.core.kinds import TaskKind
 from dagq.protocol.messages import TaskMessage
 from dagq.worker.process import ProcessResult, run_process
 
@@ -60,7 +61,15 @@ class Outcome:
 
 
 class Processor:
-    """Base class: run one task attempt."""
+    """Base class: run one task attempt.
+
+    A processor that reads ``kwargs`` keys of its own declares them as ``task_kind``
+    (a ``dagq.core.kinds.TaskKind``) so that definitions using them validate; name it
+    in ``DAGQ_TASK_KINDS`` for the processes that validate (CLI, coordinator).
+    """
+
+    task_kind: TaskKind | None = None
+    """The kind of task this processor runs and the ``kwargs`` keys it reads, if any."""
 
     def handles(self, message: TaskMessage) -> bool:
         """True if this processor can run ``message`` (first match wins)."""

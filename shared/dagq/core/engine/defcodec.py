@@ -19,7 +19,8 @@ _TASK_DEFAULTS: dict[str, Any] = {
     if f.name not in ("name", "kwargs", "depends_on", "workflow")
 }
 _WF_DEFAULTS: dict[str, Any] = {
-    f.name: f.default for f in fields(WorkflowDef) if f.name not in ("name", "tasks", "params")
+    f.name: f.default for f in fields(WorkflowDef)
+    if f.name not in ("name", "tasks", "params", "parameters")
 }
 
 
@@ -39,6 +40,8 @@ def def_to_json(defn: WorkflowDef) -> dict[str, Any]:
             out[key] = value
     if defn.params:
         out["params"] = dict(defn.params)
+    if defn.parameters:
+        out["parameters"] = dict(defn.parameters)
     out["names"] = [t.name for t in tasks]
     out["kwargs"] = sparse([t.kwargs if type(t.kwargs) is dict else dict(t.kwargs)
                             for t in tasks], {})
@@ -77,7 +80,7 @@ def def_from_json(data: dict[str, Any]) -> WorkflowDef:
     ]
     top = {key: data[key] for key in _WF_DEFAULTS if key in data}
     return WorkflowDef(name=data["name"], tasks=tuple(tasks), params=data.get("params", {}),
-                       **top)
+                       parameters=data.get("parameters", {}), **top)
 
 
 def _sub_to_json(sub: SubWorkflow | None) -> dict[str, Any] | None:

@@ -145,7 +145,13 @@ class WorkflowState:
             name=self.graph.names[i], status=STATUS_NAMES[self.st[i]], attempt=self.attempt[i],
             queue=self.graph.queue[i], output=self.output[i], output_ref=self.output_ref[i],
             error=self.error[i], note=self.note[i], dispatched_at=self.dispatched_at[i],
-            finished_at=self.finished_at[i])
+            finished_at=self.finished_at[i], due_at=self._due_at(i))
+
+    def _due_at(self, i: int) -> float | None:
+        at, delay = self.dispatched_at[i], self.delay_used[i]
+        if at is None or not delay or STATUS_NAMES[self.st[i]] != "running":
+            return None
+        return at + delay
 
     def rebuild(self) -> None:
         """Recompute every derived aggregate from the per-task columns (used by ``loads``)."""

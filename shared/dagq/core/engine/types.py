@@ -132,6 +132,9 @@ class TaskView(NamedTuple):
     """Why a condition was false or could not be evaluated."""
     dispatched_at: float | None
     finished_at: float | None
+    due_at: float | None = None
+    """For an attempt sent with a delay (``delay_s`` or a retry backoff): when it may
+    start; None when it was sent without one."""
 
 
 @dataclass(slots=True)

@@ -19,9 +19,16 @@ Then the overlap policy applies to the times chosen to fire:
   otherwise only the most recent fires (the others would overlap it; reason ``superseded``).
 * ``cancel_previous``: only the most recent fires (others ``superseded``) and the
   previous run, if still active, is to be cancelled.
+* ``buffer_one``: while the previous run is active the most recent due time is kept
+  (``buffer``) and fires as soon as that run has ended; at most one is kept, so an older
+  kept time is ``superseded`` by a newer one.
 
-A paused schedule fires nothing and handles nothing: after it is resumed, the fire
-times that passed while it was paused are due and follow the catch-up policy.
+The on-time window is the spec's ``catchup_window_s`` when set (like Argo's
+``startingDeadlineSeconds``), else the ticker's ``tolerance_s``.
+
+A paused schedule fires nothing and handles nothing. Resuming it records the fire times
+that passed while it was paused as missed (reason ``paused``, see :func:`paused_times`)
+whatever the catch-up policy: a pause means "do not run"; backfill runs them on request.
 """
 
 from __future__ import annotations
@@ -37,16 +44,19 @@ from zoneinfo import ZoneInfo
 from dagq.core.schedule.cron import CronExpr, parse_cron, parse_timezone
 from dagq.errors import CronError
 
-Overlap = Literal["skip", "allow", "cancel_previous"]
+Overlap = Literal["skip", "allow", "cancel_previous", "buffer_one"]
 Catchup = Literal["none", "latest", "all"]
-MissReason = Literal["catchup", "overlap", "superseded"]
+MissReason = Literal["catchup", "overlap", "superseded", "paused"]
 """Why a fire time was not submitted: dropped by the catch-up policy, skipped because the
-previous run was still active, or replaced by a later fire time in the same tick."""
+previous run was still active, replaced by a later fire time, or passed during a pause."""
+MAX_HISTORY = 1000
+"""Largest ``history`` a spec may ask for."""
 
 OVERLAP_POLICIES: tuple[str, ...] = get_args(Overlap)
 CATCHUP_POLICIES: tuple[str, ...] = get_args(Catchup)
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 """Schedule names: letters, digits, ``_``, ``.``, ``-``; start with a letter or digit."""
+_FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 _RUN_ID = re.compile(r"sched-(?P<name>.+)-(?P<time>\d{8}T\d{6}Z)")
 _EPS = timedelta(microseconds=1)
 
@@ -66,9 +76,29 @@ class ScheduleSpec:
     params: Mapping[str, Any] = field(default_factory=dict)
     """Parameters passed to every run."""
     paused: bool = False
+    catchup_window_s: float | None = None
+    """How late a fire time may be and still count as on time; None: the ticker's."""
+    history: int = 50
+    """Runs and missed fire times kept in the record (the newest)."""
+    factory: str | None = None
+    """``module:function`` building the definition at each fire time (called with the
+    run's params), instead of a stored definition."""
 
     def __post_init__(self) -> None:
         check_name(self.name)
+        w = self.catchup_window_s
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int | float)
+                              or not 0 <= w <= 366 * 86400):
+            raise CronError(f"schedule {self.name!r}: the catch-up window must be seconds "
+                            f"from 0 to 31622400, got {w!r}")
+        h = self.history
+        if isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= MAX_HISTORY:
+            raise CronError(f"schedule {self.name!r}: history must be a whole number from 1 "
+                            f"to {MAX_HISTORY}, got {h!r}")
+        if self.factory is not None and (not isinstance(self.factory, str)
+                                         or not _FACTORY.fullmatch(self.factory)):
+            raise CronError(f"schedule {self.name!r}: the factory must look like "
+                            f"'package.module:function', got {self.factory!r}")
         if self.overlap not in OVERLAP_POLICIES:
             raise CronError(f"schedule {self.name!r}: unknown overlap policy "
                             f"{self.overlap!r}; use one of {', '.join(OVERLAP_POLICIES)}")
@@ -93,7 +123,9 @@ class ScheduleSpec:
         return {"name": self.name, "cron": self.cron, "timezone": self.timezone,
                 "overlap": self.overlap, "catchup": self.catchup,
                 "params": dict(self.params), "paused": self.paused,
-                "created_at": self.created_at.isoformat()}
+                "created_at": self.created_at.isoformat(),
+                "catchup_window_s": self.catchup_window_s, "history": self.history,
+                "factory": self.factory}
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> ScheduleSpec:
@@ -105,7 +137,9 @@ class ScheduleSpec:
                        overlap=record.get("overlap", "skip"),
                        catchup=record.get("catchup", "none"),
                        params=dict(record.get("params", {})),
-                       paused=bool(record.get("paused", False)), created_at=created)
+                       paused=bool(record.get("paused", False)), created_at=created,
+                       catchup_window_s=record.get("catchup_window_s"),
+                       history=record.get("history", 50), factory=record.get("factory"))
         except (KeyError, TypeError, ValueError) as exc:
             raise CronError(f"invalid schedule record {dict(record)!r}: {exc!r}") from None
 
@@ -127,21 +161,26 @@ class TickDecision:
     missed_truncated: bool = False
     """True when more (older) fire times were missed for the catch-up policy than
     ``missed`` lists; they lie between the previous ``last_fire`` and ``missed[0]``."""
+    buffer: datetime | None = None
+    """``buffer_one``: the fire time kept to run once the previous run has ended."""
 
     @property
     def handled_until(self) -> datetime | None:
-        """The new ``last_fire`` to store (the latest fired or missed time), or None when
-        this tick handled nothing."""
-        return max(self.fire + self.missed, default=None)
+        """The new ``last_fire`` to store (the latest fired, missed or kept time), or None
+        when this tick handled nothing."""
+        kept = [self.buffer] if self.buffer is not None else []
+        return max(self.fire + self.missed + kept, default=None)
 
 
 def decide_tick(spec: ScheduleSpec, *, last_fire: datetime | None, now: datetime,
                 previous_run_active: bool, max_catchup: int = 100,
-                tolerance_s: float = 60.0, max_missed: int = 1000) -> TickDecision:
+                tolerance_s: float = 60.0, max_missed: int = 1000,
+                buffered: datetime | None = None) -> TickDecision:
     """Decide what the ticker does at ``now`` (see the module docstring for the rules).
 
     ``last_fire`` is the ``handled_until`` of the previous tick (None before the first);
-    ``previous_run_active`` tells whether the schedule's latest run is still running.
+    ``previous_run_active`` tells whether the schedule's latest run is still running;
+    ``buffered`` is the time ``buffer_one`` kept at an earlier tick.
     At most ``max_missed`` missed times are listed (``missed_truncated`` flags the rest).
     """
     if max_catchup < 1 or max_missed < 0 or tolerance_s < 0:
@@ -149,6 +188,8 @@ def decide_tick(spec: ScheduleSpec, *, last_fire: datetime | None, now: datetime
     now = _utc(now, "now")
     if spec.paused:
         return TickDecision(fire=[], missed=[], next_fire=None)
+    if spec.catchup_window_s is not None:
+        tolerance_s = spec.catchup_window_s
     base = spec.created_at if last_fire is None else _utc(last_fire, "last_fire")
     expr, zone = spec.expr, spec.zone
     cut = max(base, now - timedelta(seconds=tolerance_s) - _EPS)
@@ -159,7 +200,15 @@ def decide_tick(spec: ScheduleSpec, *, last_fire: datetime | None, now: datetime
     fire, missed = late[split:] + on_time, late[:split]
     reasons: dict[datetime, MissReason] = dict.fromkeys(missed, "catchup")
     cancel = False
-    if fire and spec.overlap == "skip" and previous_run_active:
+    buffer: datetime | None = None
+    if spec.overlap == "buffer_one":
+        kept = ([_utc(buffered, "buffered")] if buffered is not None else []) + fire
+        fire, buffer = ([], kept[-1] if kept else None) if previous_run_active else (
+            kept[:1], kept[-1] if len(kept) > 1 else None)
+        dropped = [t for t in kept if t not in fire and t != buffer]
+        reasons.update(dict.fromkeys(dropped, "superseded"))
+        missed = missed + dropped
+    elif fire and spec.overlap == "skip" and previous_run_active:
         reasons.update(dict.fromkeys(fire, "overlap"))
         missed, fire = missed + fire, []
     elif fire and spec.overlap != "allow":
@@ -167,7 +216,36 @@ def decide_tick(spec: ScheduleSpec, *, last_fire: datetime | None, now: datetime
         missed, fire = missed + fire[:-1], fire[-1:]
         cancel = spec.overlap == "cancel_previous" and previous_run_active
     return TickDecision(fire=fire, missed=missed, next_fire=expr.next_after(max(now, base), zone),
-                        cancel_previous=cancel, reasons=reasons, missed_truncated=truncated)
+                        cancel_previous=cancel, reasons=reasons, missed_truncated=truncated,
+                        buffer=buffer)
+
+
+def paused_times(spec: ScheduleSpec, *, last_fire: datetime | None, now: datetime,
+                 keep: int) -> tuple[list[datetime], bool]:
+    """The fire times in ``(last_fire, now]`` that passed while ``spec`` was paused (the
+    latest ``keep``) and whether older ones were left out; resuming records them as
+    missed and moves ``last_fire`` to ``now``."""
+    base = spec.created_at if last_fire is None else _utc(last_fire, "last_fire")
+    return _latest_times(spec.expr, spec.zone, base, _utc(now, "now"), keep)
+
+
+def fire_times_between(spec: ScheduleSpec, start: datetime, end: datetime,
+                       limit: int) -> list[datetime]:
+    """Every fire time in ``[start, end]`` (for backfills); ``CronError`` when there are
+    more than ``limit``."""
+    start, end = _utc(start, "from"), _utc(end, "to")
+    if end < start:
+        raise CronError(f"backfill range ends ({end.isoformat()}) before it starts "
+                        f"({start.isoformat()})")
+    times: list[datetime] = []
+    for t in spec.expr.iter_after(start - _EPS, spec.zone):
+        if t > end:
+            return times
+        times.append(t)
+        if len(times) > limit:
+            raise CronError(f"the range holds more than {limit} fire times of schedule "
+                            f"{spec.name!r}; backfill a shorter range")
+    raise AssertionError("unreachable: iter_after is endless")
 
 
 def upcoming(spec: ScheduleSpec, after: datetime, count: int) -> list[datetime]:

@@ -1,5 +1,6 @@
 """The JSON Schema (draft 2020-12) of workflow definitions, shipped inside the package.
 
+The shipped file is generated (``dagq.core.schema.generate``) and carries an ``$id``.
 Editors use it through ``# yaml-language-server: $schema=PATH`` (YAML) or a top-level
 ``"$schema": "PATH"`` (JSON); see docs/definitions.md.
 """

@@ -1,0 +1,239 @@
+"""Run parameters: declarations, values, and ``{params.NAME}`` in task ``kwargs``.
+
+A definition may declare its parameters::
+
+    parameters:
+      epochs: {type: integer, default: 5}
+      dataset: {type: string, description: "input table"}   # no default: required
+
+and a run gets values from ``params`` (the file, ``--param K=V``, the HTTP ``params``
+object, a parent workflow or a schedule). :func:`apply_params` merges the values of a
+run over the declared defaults when it is submitted and refuses unknown, missing and
+ill-typed ones. At dispatch, :func:`render_kwargs` puts the values into the task:
+``{params.NAME}`` in ``cmd`` becomes the value **shell-quoted** (so a value can never
+add a command), in ``env`` values and ``args`` strings the plain text, and an ``args``
+value that is exactly ``"{params.NAME}"`` the JSON value itself. ``{{params.NAME}}``
+stands for the literal text ``{params.NAME}``. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shlex
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+from dagq.core.model import WorkflowDef
+from dagq.core.rules import MAX_NESTING, describe, json_problems
+from dagq.errors import DefinitionError, Problem
+
+TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "array": (list, tuple), "object": (dict,),
+}
+"""Declarable parameter types (JSON types) and the Python types of their values."""
+SPEC_KEYS = ("type", "default", "required", "description")
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_REF_RE = re.compile(r"\{\{params\.([A-Za-z_]\w*)\}\}|\{params\.([A-Za-z_]\w*)\}")
+_WHOLE_RE = re.compile(r"\{params\.([A-Za-z_]\w*)\}")
+
+Found = Iterator[tuple[str, str]]
+"""``(message, field path)`` pairs."""
+
+
+def type_ok(kind: str, value: object) -> bool:
+    """True if ``value`` is of the declared parameter type ``kind``."""
+    if isinstance(value, bool) and kind in ("integer", "number"):
+        return False
+    return isinstance(value, TYPES.get(kind, ()))
+
+
+def is_required(spec: Mapping[str, Any]) -> bool:
+    """A parameter is required unless it has a default or says ``required: false``."""
+    return bool(spec.get("required", "default" not in spec))
+
+
+def declaration_problems(parameters: object) -> Found:
+    """Problems of a ``parameters`` mapping (paths start with ``parameters``)."""
+    if not isinstance(parameters, Mapping):
+        yield f"parameters must be a mapping of names to {{type, default}}, got " \
+              f"{describe(parameters)}", "parameters"
+        return
+    for name, spec in parameters.items():
+        where = f"parameters.{name}"
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            yield (f"parameter name {name!r} must be a word of letters, digits and '_' "
+                   "(it is written {params.NAME})"), "parameters"
+            continue
+        if not isinstance(spec, Mapping):
+            yield f"parameter {name!r} must be a mapping like {{type: string}}, got " \
+                  f"{describe(spec)}", where
+            continue
+        for key in spec:
+            if key not in SPEC_KEYS:
+                close = difflib.get_close_matches(str(key), SPEC_KEYS, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                yield (f"parameter {name!r} has unknown key {key!r}; {hint}"
+                       f"allowed: {', '.join(SPEC_KEYS)}"), f"{where}.{key}"
+        kind = spec.get("type", "string")
+        if kind not in TYPES:
+            close = difflib.get_close_matches(str(kind), list(TYPES), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            yield (f"parameter {name!r} has type {describe(kind)}; use one of "
+                   f"{', '.join(TYPES)}{hint}"), f"{where}.type"
+        elif "default" in spec and not type_ok(kind, spec["default"]):
+            yield (f"the default of parameter {name!r} must be of type {kind}, got "
+                   f"{describe(spec['default'])}"), f"{where}.default"
+        if not isinstance(spec.get("required", False), bool):
+            yield f"parameter {name!r}: required must be true or false", f"{where}.required"
+
+
+def value_problems(defn: WorkflowDef) -> Found:
+    """Unknown or ill-typed values in ``defn.params`` (when parameters are declared)."""
+    declared, params = defn.parameters, defn.params
+    if not declared or not isinstance(declared, Mapping) or not isinstance(params, Mapping):
+        return
+    for name, value in params.items():
+        spec = declared.get(name)
+        if not isinstance(spec, Mapping):
+            close = difflib.get_close_matches(str(name), [str(n) for n in declared], n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            yield (f"unknown parameter {name!r}; {hint}the workflow declares "
+                   f"{', '.join(map(str, declared))}"), f"params.{name}"
+        elif spec.get("type", "string") in TYPES and not type_ok(
+                spec.get("type", "string"), value):
+            yield (f"parameter {name!r} must be of type {spec.get('type', 'string')}, got "
+                   f"{describe(value)}"), f"params.{name}"
+
+
+def reference_problems(defn: WorkflowDef, kwargs: Mapping[str, Any]) -> Found:
+    """``{params.NAME}`` references in ``kwargs`` naming no declared or given parameter
+    (paths are relative to ``kwargs``)."""
+    known = set(defn.params) if isinstance(defn.params, Mapping) else set()
+    if isinstance(defn.parameters, Mapping):
+        known |= {str(n) for n in defn.parameters}
+    for where, text in _strings(kwargs, "kwargs"):
+        for match in _REF_RE.finditer(text):
+            name = match.group(2)
+            if name is not None and name not in known:
+                close = difflib.get_close_matches(name, sorted(known), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                yield (f"{{params.{name}}} names no parameter; {hint}declare it under "
+                       "'parameters' (or give it in 'params'); write {{params." + name
+                       + "}} for the literal text"), where
+
+
+def definition_problems(defn: WorkflowDef) -> Iterator[tuple[str, int | None, str]]:
+    """Every parameter problem of ``defn`` as ``(message, task index or None, field)``."""
+    for message, where in declaration_problems(defn.parameters):
+        yield message, None, where
+    if isinstance(defn.parameters, Mapping):
+        for where, message in json_problems(defn.parameters, "parameters"):
+            yield message, None, where
+    for message, where in value_problems(defn):
+        yield message, None, where
+    tasks = defn.tasks if isinstance(defn.tasks, list | tuple) else ()
+    for i, task in enumerate(tasks):
+        kwargs = getattr(task, "kwargs", None)
+        if isinstance(kwargs, Mapping):
+            for message, where in reference_problems(defn, kwargs):
+                yield message, i, where
+
+
+def apply_params(defn: WorkflowDef, given: Mapping[str, Any] | None = None) -> WorkflowDef:
+    """``defn`` with ``given`` over its ``params`` and declared defaults filled in;
+    ``DefinitionError`` naming every unknown, missing or ill-typed parameter."""
+    params = {**dict(defn.params), **dict(given or {})}
+    declared = defn.parameters if isinstance(defn.parameters, Mapping) else {}
+    for name, spec in declared.items():
+        if name not in params and isinstance(spec, Mapping) and "default" in spec:
+            params[name] = spec["default"]
+    out = replace(defn, params=params) if params != dict(defn.params) else defn
+    problems = [Problem(m, field=f) for m, f in value_problems(out)]
+    for name, spec in declared.items():
+        if name not in params and isinstance(spec, Mapping) and is_required(spec):
+            kind = spec.get("type", "string")
+            problems.append(Problem(f"missing required parameter {name!r} ({kind}); give "
+                                    f"it with --param {name}=VALUE or in params",
+                                    field=f"params.{name}"))
+    if problems:
+        raise DefinitionError(problems)
+    return out
+
+
+def parse_cli_value(defn: WorkflowDef, name: str, text: str) -> Any:
+    """The value of ``--param NAME=TEXT``: typed by the declaration when there is one,
+    else JSON when ``TEXT`` is a JSON number, boolean, array or object, else the text."""
+    spec = defn.parameters.get(name) if isinstance(defn.parameters, Mapping) else None
+    kind = spec.get("type", "string") if isinstance(spec, Mapping) else None
+    if kind == "string":
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    if kind is None:
+        return text if isinstance(value, str) or value is None else value
+    if not type_ok(kind, value):
+        raise DefinitionError([Problem(f"--param {name}={text!r}: parameter {name!r} is of "
+                                       f"type {kind}", field=f"params.{name}")])
+    return value
+
+
+def render_kwargs(kwargs: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with ``{params.NAME}`` replaced (see the module docstring)."""
+    out = dict(kwargs)
+    if isinstance(out.get("cmd"), str):
+        out["cmd"] = _substitute(out["cmd"], params, quote=True)
+    env = out.get("env")
+    if isinstance(env, Mapping):
+        out["env"] = {k: _substitute(v, params, quote=False) if isinstance(v, str) else v
+                      for k, v in env.items()}
+    args = out.get("args")
+    if isinstance(args, Mapping):
+        out["args"] = {k: _render_value(v, params) for k, v in args.items()}
+    return out
+
+
+def _render_value(value: Any, params: Mapping[str, Any]) -> Any:
+    if isinstance(value, str):
+        whole = _WHOLE_RE.fullmatch(value)
+        if whole and whole.group(1) in params:
+            return params[whole.group(1)]
+        return _substitute(value, params, quote=False)
+    if isinstance(value, list | tuple):
+        return [_render_value(v, params) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _render_value(v, params) for k, v in value.items()}
+    return value
+
+
+def _substitute(text: str, params: Mapping[str, Any], *, quote: bool) -> str:
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return "{params." + match.group(1) + "}"
+        name = match.group(2)
+        if name not in params:
+            return match.group(0)
+        value = params[name]
+        shown = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        return shlex.quote(shown) if quote else shown
+
+    return _REF_RE.sub(one, text)
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    stack = [(value, where, 0)]
+    while stack:
+        item, at, level = stack.pop()
+        if isinstance(item, str):
+            yield at, item
+        elif level >= MAX_NESTING:
+            continue  # too deep (or cyclic): reported by the JSON checks
+        elif isinstance(item, Mapping):
+            stack.extend((v, f"{at}.{k}", level + 1) for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{at}[{i}]", level + 1) for i, v in enumerate(item))
