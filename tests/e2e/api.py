@@ -109,6 +109,16 @@ def check_cli_parity(d: Dagq, url: str, deadline_s: float = 60.0) -> None:
                  ["cancel", "nope"], ["retry", "nope"]):
         assert_same(d, url, *args)
     assert '"children"' in remote_ok(d, url, "status", "p1", "--json")
+    # the verbs that follow, explain and draw a run, and read what a task printed
+    for args in (["wait", "p1"], ["wait", "p1", "nope"], ["logs", "p1", "breaks"],
+                 ["logs", "p1", "breaks", "--all"], ["logs", "p1", "zz"],
+                 ["task", "p1", "breaks", "--json"], ["graph", "p1", "--format", "mermaid"]):
+        assert_same(d, url, *args)
+    direct, answer = run_both(d, url, "explain", "p1", "breaks")  # times are "Ns ago"
+    ago = re.compile(r"\d+s ago")
+    assert (direct.returncode, ago.sub("_", direct.stdout)) == (
+        answer.returncode, ago.sub("_", answer.stdout)), (direct, answer)
+    assert "no retries left" in answer.stdout
     for where in ("a", "b"):
         (d.root / where).mkdir()
     direct, answer = (d.run("files", "p1", "make", "--get", "dl", cwd=d.root / "a"),
