@@ -16,12 +16,14 @@ from dagq.ports import Backend
 def wide_definition(width: int = 996) -> WorkflowDef:
     """prepare -> ``width`` shards -> reduce -> report, plus a lone audit task: 1,000 tasks
     at the default width."""
-    shards = tuple(TaskDef(f"shard-{i:04d}", depends_on=("prepare",), num_retries=1)
-                   for i in range(width))
+    run = {"cmd": "true"}
+    shards = tuple(TaskDef(f"shard-{i:04d}", kwargs=run, depends_on=("prepare",),
+                           num_retries=1) for i in range(width))
     return WorkflowDef("wide-1000", (
-        TaskDef("prepare"), *shards,
-        TaskDef("reduce", depends_on=tuple(t.name for t in shards), dep_policy="any"),
-        TaskDef("report", depends_on=("reduce",)), TaskDef("audit")))
+        TaskDef("prepare", kwargs=run), *shards,
+        TaskDef("reduce", kwargs=run, depends_on=tuple(t.name for t in shards),
+                dep_policy="any"),
+        TaskDef("report", kwargs=run, depends_on=("reduce",)), TaskDef("audit", kwargs=run)))
 
 
 def build_wide(store: str, workflow_id: str = "wide-1000") -> Backend:
