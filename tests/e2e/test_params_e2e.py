@@ -43,13 +43,13 @@ def test_a_hostile_value_is_one_shell_word(dagq: Dagq) -> None:
 
 def test_missing_unknown_and_ill_typed_parameters_write_nothing(dagq: Dagq) -> None:
     path = dagq.write("params.yaml", DEFINITION)
-    for args, message in [
-        ((), "missing required parameter 'label'"),
-        (("--param", "label=a", "--param", "epoch=3"), "unknown parameter 'epoch'"),
-        (("--param", "label=a", "--param", "epochs=many"), "is of type integer"),
-        (("--param", "label"), "must look like KEY=VALUE"),
+    for args, message, code in [
+        ((), "missing required parameter 'label'", 1),
+        (("--param", "label=a", "--param", "epoch=3"), "unknown parameter 'epoch'", 1),
+        (("--param", "label=a", "--param", "epochs=many"), "is of type integer", 1),
+        (("--param", "label"), "must look like KEY=VALUE", 2),  # a usage error
     ]:
         res = dagq.run("submit", str(path), *args)
-        assert res.returncode == 1, (args, res)
+        assert res.returncode == code, (args, res)
         assert message in res.stderr, res.stderr
     assert dagq.run("list", "--json").stdout.strip() == "[]"

@@ -83,7 +83,7 @@ def test_a_task_message_too_large_for_its_queue_is_stored_apart(backend: Backend
     client = WorkflowClient(backend)
     blob = "x" * 60_000  # fine on the embedded store; over a Storage queue's 48 KiB
     defn = load_definition(
-        f"name: big\ntasks:\n  - name: t\n    kwargs: {{cmd: 'true', blob: {blob}}}\n")
+        f"name: big\ntasks:\n  - name: t\n    kwargs: {{cmd: 'true', x_blob: {blob}}}\n")
     wf = client.submit(defn).id
     coord = Coordinator(backend, Settings(), children=client)
     queue = backend.queues.get("default")
@@ -96,5 +96,5 @@ def test_a_task_message_too_large_for_its_queue_is_stored_apart(backend: Backend
     assert len(msg.body) <= queue.max_message_bytes
     task = decode_task(msg.body)
     assert (task.payload_ref is not None) == (queue.max_message_bytes < 60_000)
-    assert expand(backend, task).kwargs["blob"] == blob
+    assert expand(backend, task).kwargs["x_blob"] == blob
     assert client.row(wf).status == "running"
