@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -237,10 +237,7 @@ def cancel(ctx: click.Context, workflow_id: str, as_json: bool, store: str | Non
     try:
         client.cancel(workflow_id)
     except WorkflowFinished as exc:
-        click.echo(f"{exc}", err=True)
-        if as_json:
-            emit_json({"id": workflow_id, "status": exc.status, "finished": True})
-        sys.exit(EXIT_FINISHED)
+        _finished(exc, as_json)
     row = client.summary(workflow_id)
     if row["status"] == "cancelled":
         click.echo(f"{workflow_id} cancelled", err=True)
@@ -254,7 +251,8 @@ def cancel(ctx: click.Context, workflow_id: str, as_json: bool, store: str | Non
 
 @click.command()
 @click.argument("workflow_id")
-@click.option("--json", "as_json", is_flag=True, help='Print {"id","request_id"}.')
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the workflow's summary and the request id after the retry.")
 @store_option
 @click.pass_context
 @handle_errors
@@ -267,15 +265,21 @@ def retry(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None
     try:
         request_id = client.retry(workflow_id)
     except WorkflowFinished as exc:
-        click.echo(f"{exc}", err=True)
-        if as_json:
-            emit_json({"id": workflow_id, "status": exc.status, "finished": True})
-        sys.exit(EXIT_FINISHED)
+        _finished(exc, as_json)
     row = client.summary(workflow_id)
     counts = "  ".join(f"{k}={v}" for k, v in sorted(row["counts"].items()) if v)
     click.echo(f"{workflow_id} {row['status']}: {counts}", err=True)
     if as_json:
         emit_json({**row, "request_id": request_id})
+
+
+
+def _finished(exc: WorkflowFinished, as_json: bool) -> NoReturn:
+    """Report that cancel/retry found nothing to do (the workflow already ended); exit 3."""
+    click.echo(f"{exc}", err=True)
+    if as_json:
+        emit_json({"id": exc.workflow_id, "status": exc.status, "finished": True})
+    sys.exit(EXIT_FINISHED)
 
 
 COMMANDS = (validate, submit, status, list_, tasks, output, cancel, retry)
