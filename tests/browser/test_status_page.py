@@ -75,8 +75,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dagq, str, 
 
 
 def ready(browser: Browser, url: str, view: str) -> None:
+    """Open ``url`` and wait until the page has drawn ``view`` for that very hash: a
+    hash-only navigation keeps the page, so the previous view's marker must not count."""
     browser.open(url)
-    browser.wait_for(f"document.body.dataset.ready === {view!r}")
+    route = "#" + url.split("#", 1)[1] if "#" in url else ""
+    browser.wait_for(f"document.body.dataset.ready === {view!r}"
+                     f" && document.body.dataset.route === {route!r}")
 
 
 def test_the_list_shows_every_workflow_newest_first_with_status_colours(

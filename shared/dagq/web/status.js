@@ -9,6 +9,7 @@ const STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
 const REFRESH_MS = 2000;
 const key = new URLSearchParams(location.search).get("code");  // the function key, if any
 let timer = null;
+let generation = 0;  // bumped by every route change; a refresh of an older view draws nothing
 let selected = null;  // task name shown in the panel
 
 function api(path) {
@@ -78,7 +79,7 @@ function schedule(fn) {
 }
 
 // -- the workflows list ------------------------------------------------------------------
-async function listView() {
+async function listView(gen) {
   const main = document.getElementById("main");
   const filters = JSON.parse(sessionStorage.getItem("dagq-filters") || "{}");
   const status = el("select", { id: "f-status" }, el("option", { value: "" }, "any status"),
@@ -97,6 +98,7 @@ async function listView() {
   async function refresh() {
     const q = status.value ? `&status=${encodeURIComponent(status.value)}` : "";
     const data = await get(`workflows?limit=1000${q}`);
+    if (gen !== generation) return;
     const needle = name.value.toLowerCase();
     const rows = data.workflows.filter((w) => !needle || w.name.toLowerCase().includes(needle))
       .sort((a, b) => b.created_at - a.created_at);
@@ -109,13 +111,14 @@ async function listView() {
       el("td", {}, counts(w.counts)))));
     document.getElementById("refresh").textContent = `${rows.length} workflow(s), ${new Date().toLocaleTimeString()}`;
     document.body.dataset.ready = "list";
+    document.body.dataset.route = location.hash;
     schedule(refresh);
   }
   await refresh();
 }
 
 // -- one workflow ------------------------------------------------------------------------
-async function workflowView(id) {
+async function workflowView(id, gen) {
   const main = document.getElementById("main");
   const head = el("div", { id: "head" });
   const graph = el("div", { class: "graph", id: "graph" });
@@ -142,6 +145,7 @@ async function workflowView(id) {
     const [summary, svg, list] = await Promise.all([get(`workflows/${encodeURIComponent(id)}`),
       get(`workflows/${encodeURIComponent(id)}/graph?format=svg`, "text"),
       get(`workflows/${encodeURIComponent(id)}/tasks`)]);
+    if (gen !== generation) return;
     tasks = list.tasks;
     const parent = summary.parent_id ? el("div", {}, "child of ",
       el("a", { href: `#/wf/${encodeURIComponent(summary.parent_id)}` }, summary.parent_id),
@@ -162,10 +166,12 @@ async function workflowView(id) {
     }
     drawTable();
     if (selected) await openTask(id, selected, true);
+    if (gen !== generation) return;
     document.getElementById("refresh").textContent = TERMINAL.has(summary.status)
       ? "finished" : `refreshing every ${REFRESH_MS / 1000}s, ${new Date().toLocaleTimeString()}`;
     if (!document.body.dataset.renderMs) document.body.dataset.renderMs = String(Math.round(performance.now()));
     document.body.dataset.ready = "workflow";
+    document.body.dataset.route = location.hash;
     document.body.dataset.status = summary.status;
     if (!TERMINAL.has(summary.status)) schedule(refresh);
   }
@@ -221,14 +227,17 @@ async function showLogs(base, attempt, into) {
 // -- routing -----------------------------------------------------------------------------
 async function route() {
   clearTimeout(timer);
+  const gen = ++generation;
   const m = location.hash.match(/^#\/wf\/([^/]+)(?:\/task\/(.+))?$/);
   document.getElementById("panel").hidden = true;
   selected = m && m[2] ? decodeURIComponent(m[2]) : null;  // #/wf/ID/task/NAME opens a task
   delete document.body.dataset.renderMs;
   delete document.body.dataset.ready;
+  delete document.body.dataset.route;
   try {
-    await (m ? workflowView(decodeURIComponent(m[1])) : listView());
+    await (m ? workflowView(decodeURIComponent(m[1]), gen) : listView(gen));
   } catch (err) {
+    if (gen !== generation) return;
     document.getElementById("main").replaceChildren(el("p", { class: "error" }, err.message));
     document.body.dataset.ready = "error";
   }
