@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from dagq.core import engine
-from dagq.core.engine import Completion
-from dagq.core.engine.codec import clear_definition_cache, dumps, loads
+from dagq.core.engine import Completion, dumps, loads
+from dagq.core.engine.codec import clear_definition_cache
 from dagq.core.model import TaskDef, WorkflowDef
 
 T = TypeVar("T")

@@ -41,10 +41,17 @@ class RequestStats:
 
 
 class StateStore(Protocol):
-    """Per-workflow state blobs with ETags (the source of truth)."""
+    """Per-workflow state blobs with ETags (the source of truth).
+
+    A state is the bytes of its last ``create`` or ``replace`` followed by those of every
+    ``append`` since, in order; each write is one conditional operation."""
+
+    max_journal: int
+    """How many ``append`` calls may follow one ``create``/``replace`` (then replace)."""
 
     def read(self, workflow_id: str) -> tuple[bytes, str]:
-        """The state bytes and their ETag; raises ``NotFound``."""
+        """The state bytes (snapshot and appends, as one consistent read) and their
+        ETag; raises ``NotFound``."""
         ...
 
     def create(self, workflow_id: str, data: bytes) -> str:
@@ -52,8 +59,13 @@ class StateStore(Protocol):
         ...
 
     def replace(self, workflow_id: str, data: bytes, etag: str) -> str:
-        """Overwrite only if the current ETag is ``etag``; raises ``PreconditionFailed``
-        (or ``NotFound`` if the blob is gone). Returns the new ETag."""
+        """Overwrite (appends included) only if the current ETag is ``etag``; raises
+        ``PreconditionFailed`` (or ``NotFound`` if the blob is gone). Returns the new ETag."""
+        ...
+
+    def append(self, workflow_id: str, data: bytes, etag: str) -> str:
+        """Add ``data`` after the stored bytes only if the current ETag is ``etag``;
+        raises like ``replace``. Returns the new ETag."""
         ...
 
     def list_ids(self, prefix: str = "") -> Iterator[str]:

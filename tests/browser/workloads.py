@@ -8,7 +8,7 @@ import time
 from dagq.backends import open_backend
 from dagq.client import WorkflowClient
 from dagq.core import engine
-from dagq.core.engine.codec import dumps, loads
+from dagq.core.engine import dumps, loads
 from dagq.core.model import TaskDef, WorkflowDef
 from dagq.ports import Backend
 

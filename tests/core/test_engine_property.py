@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagq.core import engine
-from dagq.core.engine import Completion, WorkflowState
-from dagq.core.engine.codec import dumps, loads
+from dagq.core.engine import Completion, WorkflowState, dumps, loads
+from dagq.core.engine.journal import encode_write, mark_stored
 from dagq.core.model import DepPolicy, TaskDef, WorkflowDef
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -70,6 +70,15 @@ def cases(draw: st.DrawFn) -> Case:
         fails[name] = draw(st.integers(0, 4))
     cap = draw(st.one_of(st.none(), st.integers(1, 4)))
     return Case(WorkflowDef("prop", tuple(tasks), max_parallelism=cap), fails)
+
+
+def canonical(s: WorkflowState) -> tuple[Any, ...]:
+    """Everything a stored state must reproduce, in comparable form."""
+    return (s.status, s.updated_at, s.cancel_requested, list(s.retry_ids), s.notices_sent,
+            list(s.st), s.attempt, s.round_start, s.releases, s.output, s.output_ref,
+            s.error, s.note, s.dispatched_at, s.delay_used, s.finished_at, list(s.stopping),
+            list(s.held), list(s.outbox.items()), s.counts(), s.running(),
+            sorted(s.deadlines), s.n_ok, s.n_bad, s.sinks_ok)
 
 
 # -- the reference evaluator ---------------------------------------------------------------
@@ -143,6 +152,7 @@ class Driver:
         self.defs = {t.name: t for t in case.defn.tasks}
         self.merges = {t.name for t in case.defn.tasks if t.merge}
         self.state = engine.create(case.defn, "p", 0.0)
+        self.stored = dumps(self.state)  # as the store holds it: a snapshot, then deltas
         self.now = 0.0
         self.inflight: list[tuple[str, int]] = []
         self.delivered: list[Completion] = []
@@ -155,7 +165,21 @@ class Driver:
         self.now += 1.0
         fx: engine.Effects = fn(self.state, *args)
         self.check(fx)
+        self.store()
         return fx
+
+    def store(self) -> None:
+        """Write the state as the coordinator does (a delta, or a snapshot when the
+        journal is full) and check that reading the stored bytes gives the same state."""
+        engine.clear_outbox(self.state, [k for k in self.state.outbox if self.rng.random() < 0.5])
+        kind, data = encode_write(self.state, max_entries=5, min_bytes=0)
+        if kind == "append":
+            self.stored += data
+            mark_stored(self.state, None, len(data))
+        else:
+            self.stored = data
+            mark_stored(self.state, len(data))
+        assert canonical(loads(self.stored)) == canonical(self.state)
 
     def check(self, fx: engine.Effects) -> None:
         s = self.state
@@ -215,7 +239,7 @@ class Driver:
             assert all(c in ignored for c in batch if c not in real), (batch, fx.ignored)
             self.delivered.extend(real)
             if rng.random() < 0.125:
-                self.state = loads(dumps(self.state))
+                self.state = loads(self.stored)  # a reload reads the snapshot and its deltas
 
     def noise(self, kind: int, busy: set[str]) -> Completion | None:
         """A completion the engine must ignore: a duplicate, a stale or a future attempt.

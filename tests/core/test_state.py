@@ -7,8 +7,8 @@ import zlib
 import pytest
 
 from dagq.core import engine
-from dagq.core.engine import Completion, WorkflowState
-from dagq.core.engine.codec import FORMAT_VERSION, dumps, loads
+from dagq.core.engine import Completion, WorkflowState, dumps, loads
+from dagq.core.engine.codec import FORMAT_VERSION
 from dagq.core.engine.defcodec import def_from_json, def_to_json
 from dagq.core.model import OutputRef, SubWorkflow, TaskDef, WorkflowDef
 from dagq.errors import DefinitionError
@@ -129,7 +129,7 @@ def test_definition_codec_round_trips_every_field() -> None:
 @pytest.mark.parametrize(("data", "match"), [
     (b"", "missing header"),
     (b"PK\x03\x04" + b"\x00" * 20, "missing header"),
-    (b"DQST\x00\x02" + b"\x00" * 10, "version 2 is newer"),
+    (b"DQST\x00\x03" + b"\x00" * 10, "version 3 is newer"),
     (b"DQST\x00\x01\x00\x00\x00\x02xx" + zlib.compress(b"{}"), "corrupt"),
 ])
 def test_loads_rejects_foreign_newer_or_corrupt_data(data: bytes, match: str) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from dagq.backends import open_backend
-from dagq.core.engine.codec import loads
+from dagq.core.engine import loads
 from dagq.protocol.messages import CompletionMessage
 from dagq.protocol.names import COMPLETIONS
 from tests.e2e.harness import REPO, Dagq, eventually, executions, kill_pidfile, step

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dagq.core.engine.codec import loads
+from dagq.core.engine import loads
 from dagq.ports import Backend
 from tests.e2e.harness import TERMINAL, Dagq, eventually, executions, pid_alive, step
 from tests.e2e.workloads import CASCADE_TASKS, condition_tasks

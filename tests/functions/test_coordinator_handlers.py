@@ -153,6 +153,10 @@ class _CountingStates:
         self.writes += 1
         return self.inner.replace(workflow_id, data, etag)
 
+    def append(self, workflow_id: str, data: bytes, etag: str) -> str:
+        self.writes += 1
+        return self.inner.append(workflow_id, data, etag)
+
 
 class _LosingStates:
     """Injected fault: every conditional state write loses the race."""
@@ -165,6 +169,8 @@ class _LosingStates:
 
     def replace(self, workflow_id: str, data: bytes, etag: str) -> str:
         raise PreconditionFailed(f"injected conflict on {workflow_id}")
+
+    append = replace
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import pytest
 from dagq.cli.deadletters import fail_attempt, stalled
 from dagq.client import WorkflowClient
 from dagq.config import Settings
-from dagq.core import engine
 from dagq.core.parse import load_definition
 from dagq.ports import Backend
 from dagq.protocol import names
@@ -99,14 +98,14 @@ def test_doctor_names_what_a_dead_letter_stalls_and_fail_releases_it(backend: Ba
 def test_a_state_that_cannot_be_written_fails_only_its_workflow(
         backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
     client, coord = _started(backend, "cursed", "fine")
-    real = engine.dumps
+    real = coordinator_module.encode_write
 
-    def dumps(state: Any) -> bytes:  # injected fault: this one state never encodes
-        if state.workflow_id == "cursed":
+    def encode_write(state: Any, max_entries: int) -> tuple[str, bytes]:
+        if state.workflow_id == "cursed":  # injected fault: this one state never encodes
             raise RecursionError("maximum recursion depth exceeded")
-        return real(state)
+        return real(state, max_entries)
 
-    monkeypatch.setattr(coordinator_module, "dumps", dumps)
+    monkeypatch.setattr(coordinator_module, "encode_write", encode_write)
     _complete(backend, "cursed", 1)
     _complete(backend, "fine", 2)
     _batch(coord, backend)  # returns: every message was acknowledged

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import click
 
 from dagq.cli.common import handle_errors, settings_from, store_option
-from dagq.core.engine.codec import loads
+from dagq.core.engine import loads
 from dagq.errors import DagqError
 from dagq.ports import Backend, Message
 from dagq.protocol import names

@@ -216,7 +216,7 @@ def doctor(ctx: click.Context, stale_pending: float, as_json: bool, store: str |
                 f"{item.queue!r}; fix: 'dagq deadletters fail' (fail the attempt; "
                 "retries apply) or 'dagq deadletters redrive' (once the cause is gone)")
     from dagq.core import engine
-    from dagq.core.engine.codec import loads
+    from dagq.core.engine import loads
 
     for row in backend.index.query(status="running"):
         try:

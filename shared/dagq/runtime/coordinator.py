@@ -20,7 +20,8 @@ from typing import Any
 from dagq.config import Settings
 from dagq.control import Control
 from dagq.core import engine
-from dagq.core.engine import WorkflowState, dumps, loads
+from dagq.core.engine import WorkflowState, loads
+from dagq.core.engine.journal import encode_write, mark_stored
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef
 from dagq.crashpoints import crash_point
 from dagq.errors import NotFound, PreconditionFailed
@@ -239,8 +240,12 @@ class Coordinator:
                 for eff in effects:  # a batch of only duplicates changes nothing
                     self.stats.counts["duplicates"] += len(eff.ignored)
                 return effects
+            kind, data = encode_write(state, self.backend.states.max_journal)
             try:
-                etag = self.backend.states.replace(workflow_id, dumps(state), cached.etag)
+                if kind == "append":
+                    etag = self.backend.states.append(workflow_id, data, cached.etag)
+                else:
+                    etag = self.backend.states.replace(workflow_id, data, cached.etag)
             except PreconditionFailed:
                 self.stats.counts["conflicts"] += 1
                 self.forget(workflow_id)
@@ -248,7 +253,15 @@ class Coordinator:
             except NotFound:
                 self.forget(workflow_id)
                 return []
+            except BaseException:
+                self.forget(workflow_id)  # its change records no longer match the store
+                raise
+            if kind == "append":
+                mark_stored(state, None, len(data))
+            else:
+                mark_stored(state, len(data))
             self.stats.counts["writes"] += 1
+            self.stats.counts["state_bytes"] += len(data)
             with self._lock:
                 self._cache[workflow_id] = _Cached(state, etag)
                 self._cache.move_to_end(workflow_id)

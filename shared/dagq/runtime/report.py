@@ -14,7 +14,7 @@ class CoordinatorStats:
 
     def line(self) -> str:
         """A one-line summary."""
-        keys = ("completions", "controls", "writes", "conflicts", "dispatched",
+        keys = ("completions", "controls", "writes", "state_bytes", "conflicts", "dispatched",
                 "duplicates", "resent", "dead_lettered")
         return ", ".join(f"{k}={self.counts[k]}" for k in keys)
 

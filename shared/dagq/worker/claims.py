@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dagq.core.engine.codec import loads
+from dagq.core.engine import loads
 from dagq.errors import AlreadyExists, DagqError, NotFound, PreconditionFailed
 from dagq.ports import Message, Queue, Records, StateStore
 from dagq.protocol.messages import TaskMessage

@@ -19,12 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dagq.backends.azure import clients
-from dagq.backends.azure.blob import BlobOutputs, BlobStates
+from dagq.backends.azure.blob import BlobOutputs
 from dagq.backends.azure.deadletter import DeadLetters
 from dagq.backends.azure.errors import Guard
 from dagq.backends.azure.naming import StoreNames, parse_store_url
 from dagq.backends.azure.queue_kinds import QueueHost
 from dagq.backends.azure.servicebus import ServiceBusQueues
+from dagq.backends.azure.states import BlobStates
 from dagq.backends.azure.storage_queue import StorageQueue
 from dagq.backends.azure.table import TableIndex, TableRecords
 from dagq.backends.azure.transport import Plumbing, pool_size_from

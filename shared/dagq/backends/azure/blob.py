@@ -1,4 +1,4 @@
-"""State blobs (ETag compare-and-swap) and output objects (with MD5) on Blob Storage.
+"""Output objects (with MD5) on Blob Storage, and the container plumbing states share.
 
 Containers are created on first write: a write that finds its container missing creates
 it and tries once more, so steady-state operations cost exactly one request each.
@@ -7,24 +7,21 @@ it and tries once more, so steady-state operations cost exactly one request each
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import suppress
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from azure.core import MatchConditions
 from azure.core.exceptions import (
     ResourceExistsError,
-    ResourceModifiedError,
     ResourceNotFoundError,
 )
 from azure.storage.blob import ContainerClient, ContentSettings
 
 from dagq.backends.azure.errors import Guard
 from dagq.core.limits import blob_name_problem
-from dagq.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
+from dagq.errors import NotFound, StoreError
 
 T = TypeVar("T")
-STATE_SUFFIX = ".state"
 
 
 class _Container:
@@ -55,70 +52,10 @@ class _Container:
         return f"blob {name!r} in container {self.client.container_name!r}"
 
 
-def _delete(container: _Container, name: str) -> None:
+def delete_blob(container: _Container, name: str) -> None:
     with container.guard(f"deleting {container.describe(name)}"), \
             suppress(ResourceNotFoundError):  # the blob or its container is gone already
         container.client.delete_blob(name)
-
-
-class BlobStates:
-    """``StateStore`` on blobs ``{workflow_id}.state`` in container ``{p}-state``."""
-
-    def __init__(self, client: ContainerClient, guard: Guard) -> None:
-        self._c = _Container(client, guard)
-
-    def read(self, workflow_id: str) -> tuple[bytes, str]:
-        """The state bytes and their ETag; raises ``NotFound``."""
-        name = workflow_id + STATE_SUFFIX
-        with self._c.guard(f"reading the state {self._c.describe(name)}"):
-            try:
-                stream = self._c.client.get_blob_client(name).download_blob()
-            except ResourceNotFoundError:
-                raise NotFound(f"no state for workflow {workflow_id!r}") from None
-            data = stream.readall()
-            return data, str(stream.properties.etag)
-
-    def create(self, workflow_id: str, data: bytes) -> str:
-        """Create the state blob only if absent; returns its ETag; raises ``AlreadyExists``."""
-        name = self._c.checked(workflow_id + STATE_SUFFIX)
-        blob = self._c.client.get_blob_client(name)
-        with self._c.guard(f"creating the state {self._c.describe(name)}"):
-            try:
-                meta: dict[str, Any] = self._c.write(
-                    lambda: blob.upload_blob(data, overwrite=False))
-            except ResourceExistsError:
-                raise AlreadyExists(f"workflow {workflow_id!r} already has a state") from None
-            return str(meta["etag"])
-
-    def replace(self, workflow_id: str, data: bytes, etag: str) -> str:
-        """Overwrite only if the ETag is still ``etag``; returns the new ETag."""
-        name = workflow_id + STATE_SUFFIX
-        blob = self._c.client.get_blob_client(name)
-        with self._c.guard(f"replacing the state {self._c.describe(name)}"):
-            try:
-                meta: dict[str, Any] = blob.upload_blob(
-                    data, overwrite=True, etag=etag, match_condition=MatchConditions.IfNotModified)
-            except ResourceModifiedError:
-                if not blob.exists():  # If-Match on a missing blob also answers 412
-                    raise NotFound(f"no state for workflow {workflow_id!r}") from None
-                raise PreconditionFailed(
-                    f"the state of workflow {workflow_id!r} changed since ETag {etag}") from None
-            except ResourceNotFoundError:
-                raise NotFound(f"no state for workflow {workflow_id!r}") from None
-            return str(meta["etag"])
-
-    def list_ids(self, prefix: str = "") -> Iterator[str]:
-        """Ids of all stored workflows starting with ``prefix``."""
-        with self._c.guard(f"listing states in container {self._c.client.container_name!r}"):
-            try:
-                names = list(self._c.client.list_blob_names(name_starts_with=prefix or None))
-            except ResourceNotFoundError:
-                names = []
-        return iter([n[: -len(STATE_SUFFIX)] for n in names if n.endswith(STATE_SUFFIX)])
-
-    def delete(self, workflow_id: str) -> None:
-        """Remove a workflow's state blob (no error when absent)."""
-        _delete(self._c, workflow_id + STATE_SUFFIX)
 
 
 class BlobOutputs:
@@ -162,4 +99,4 @@ class BlobOutputs:
 
     def delete(self, name: str) -> None:
         """Remove an object (no error when absent)."""
-        _delete(self._c, name)
+        delete_blob(self._c, name)

@@ -34,6 +34,10 @@ _LIST_FIRST = (
     f"ORDER BY id LIMIT {_LIST_PAGE}"
 )
 _LIST_NEXT = _LIST_FIRST.replace("id >= ?", "id > ?")
+_READ = (
+    "SELECT 0, version, data FROM states WHERE id = ?1 "
+    "UNION ALL SELECT seq, NULL, data FROM state_journal WHERE id = ?1 ORDER BY 1"
+)
 
 
 def _version(etag: str) -> int:
@@ -45,7 +49,11 @@ def _version(etag: str) -> int:
 
 
 class SqliteStates:
-    """``StateStore``: state blobs in table ``states`` with version ETags."""
+    """``StateStore``: snapshots in table ``states`` with version ETags, appended deltas
+    in ``state_journal``."""
+
+    max_journal = 4096
+    """Deltas after one snapshot (a read joins them in one query)."""
 
     def __init__(self, db: SqliteDb, stats: RequestStats) -> None:
         self._db = db
@@ -54,20 +62,19 @@ class SqliteStates:
     def read(self, workflow_id: str) -> tuple[bytes, str]:
         """The state bytes and their ETag; raises ``NotFound``."""
         self._stats.add("state.read")
-        row = self._db.execute(
-            "SELECT data, version FROM states WHERE id = ?", (workflow_id,)
-        ).fetchone()
-        if row is None:
+        rows = self._db.execute(_READ, (workflow_id,)).fetchall()  # one statement: consistent
+        if not rows or rows[0][0] != 0:
             raise NotFound(f"no state for workflow {workflow_id!r} in {self._db.path}")
-        return bytes(row[0]), str(row[1])
+        return b"".join(bytes(r[2]) for r in rows), str(rows[0][1])
 
     def create(self, workflow_id: str, data: bytes) -> str:
         """Create the blob only if absent; returns the ETag; raises ``AlreadyExists``."""
         self._stats.add("state.create")
         try:
-            self._db.execute(
-                "INSERT INTO states (id, data, version) VALUES (?, ?, 1)", (workflow_id, data)
-            )
+            with self._db.write() as c:
+                c.execute("INSERT INTO states (id, data, version) VALUES (?, ?, 1)",
+                          (workflow_id, data))
+                c.execute("DELETE FROM state_journal WHERE id = ?", (workflow_id,))
         except sqlite3.IntegrityError:
             raise AlreadyExists(
                 f"a state for workflow {workflow_id!r} already exists in {self._db.path}"
@@ -75,18 +82,34 @@ class SqliteStates:
         return "1"
 
     def replace(self, workflow_id: str, data: bytes, etag: str) -> str:
-        """Overwrite only if the current ETag is ``etag``; returns the new ETag."""
+        """Overwrite (deltas included) only if the current ETag is ``etag``."""
         self._stats.add("state.replace")
-        rows = self._db.execute(
-            "UPDATE states SET data = ?, version = version + 1 WHERE id = ? AND version = ? "
-            "RETURNING version",
+        with self._db.write() as c:
+            version = self._bump(c, workflow_id, etag, data)
+            c.execute("DELETE FROM state_journal WHERE id = ?", (workflow_id,))
+        return version
+
+    def append(self, workflow_id: str, data: bytes, etag: str) -> str:
+        """Add a delta only if the current ETag is ``etag``; returns the new ETag."""
+        self._stats.add("state.append")
+        with self._db.write() as c:
+            version = self._bump(c, workflow_id, etag, None)
+            c.execute("INSERT INTO state_journal (id, seq, data) VALUES (?, ?, ?)",
+                      (workflow_id, int(version), data))
+        return version
+
+    def _bump(self, c: sqlite3.Connection, workflow_id: str, etag: str,
+              data: bytes | None) -> str:
+        """Inside a write transaction: advance the version if it is ``etag`` (and set the
+        snapshot to ``data`` unless ``None``), or raise."""
+        rows = c.execute(
+            "UPDATE states SET data = COALESCE(?, data), version = version + 1 "
+            "WHERE id = ? AND version = ? RETURNING version",
             (data, workflow_id, _version(etag)),
-        ).fetchall()  # to the end, so the implicit transaction commits now
+        ).fetchall()
         if rows:
             return str(rows[0][0])
-        current = self._db.execute(
-            "SELECT version FROM states WHERE id = ?", (workflow_id,)
-        ).fetchone()
+        current = c.execute("SELECT version FROM states WHERE id = ?", (workflow_id,)).fetchone()
         if current is None:
             raise NotFound(f"no state for workflow {workflow_id!r} in {self._db.path}")
         raise PreconditionFailed(
@@ -109,7 +132,9 @@ class SqliteStates:
     def delete(self, workflow_id: str) -> None:
         """Remove a workflow's state (no error when absent)."""
         self._stats.add("state.delete")
-        self._db.execute("DELETE FROM states WHERE id = ?", (workflow_id,))
+        with self._db.write() as c:
+            c.execute("DELETE FROM states WHERE id = ?", (workflow_id,))
+            c.execute("DELETE FROM state_journal WHERE id = ?", (workflow_id,))
 
 
 class SqliteOutputs:

@@ -67,6 +67,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             partition TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
             version INTEGER NOT NULL, PRIMARY KEY (partition, key)) WITHOUT ROWID""",
     ),
+    (  # version 2: deltas appended to a state since its snapshot (engine.journal)
+        """CREATE TABLE IF NOT EXISTS state_journal (
+            id TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL,
+            PRIMARY KEY (id, seq)) WITHOUT ROWID""",
+    ),
 )
 """Schema as data: entry ``i`` upgrades a file from ``PRAGMA user_version`` i to i + 1.
 Statements are idempotent, so a half-applied upgrade is simply applied again."""

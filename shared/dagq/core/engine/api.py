@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import Container, Iterable, Sequence
 
-from dagq.core.engine.codec import dumps, loads
 from dagq.core.engine.graph import (
     BAD,
     CANCELLED,
@@ -23,6 +22,7 @@ from dagq.core.engine.graph import (
     RUNNING,
     STATUS_CLASS,
 )
+from dagq.core.engine.journal import dumps, loads
 from dagq.core.engine.state import MAX_RETRY_IDS, WorkflowState
 from dagq.core.engine.step import Resolve, Step
 from dagq.core.engine.types import (
@@ -107,8 +107,10 @@ def cancel(state: WorkflowState, now: float) -> Effects:
                 step.finish(i, CANCELLED, error="cancelled before it started")
             else:
                 state.stopping[i] = 1
+                state.touch(i)
                 step.fx.stop.append((g.names[i], state.attempt[i]))
     state.held.clear()
+    state.held_reset = True
     step.todo.clear()
     return step.done()
 
@@ -187,6 +189,7 @@ def retry(state: WorkflowState, now: float, request_id: str,
         if state.stopping[i]:
             state.stopping[i] = 0
             state.round_start[i] = state.attempt[i] + 1
+            state.touch(i)
     reset = [i for i in range(len(st)) if STATUS_CLASS[st[i]] == BAD]
     for i in reset:
         state.round_start[i] = state.attempt[i] + 1

@@ -1,8 +1,11 @@
 """Binary form of a ``WorkflowState``: ``dumps`` and ``loads``, versioned and compressed.
 
-Layout (format version 1)::
+Layout (format version 2)::
 
-    b"DQST"  version:u16  def_len:u32  zlib(definition JSON)  zlib(runtime JSON)
+    b"DQST"  version:u16  def_len:u32  zlib(definition JSON)  zlib(runtime JSON)  deltas
+
+The deltas (``journal``) are what writes since the snapshot changed; version 1 had none,
+and a version-1 reader would ignore them, so snapshots are written as version 2.
 
 The definition never changes during a run, so its compressed form is computed once per
 state and reused by every later ``dumps``; ``loads`` keeps the last few decoded
@@ -25,7 +28,7 @@ from dagq.core.engine.state import WorkflowState
 from dagq.core.engine.types import ChildSubmit, Dispatch, OutboxEntry, ParentLink, ParentNotice
 from dagq.core.model import WORKFLOW_STATUSES, OutputRef, WorkflowDef
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Version of the serialised layout; ``loads`` refuses newer versions."""
 
 MAGIC = b"DQST"
@@ -55,15 +58,16 @@ def encode_state(s: WorkflowState) -> bytes:
         "dly": sparse(s.delay_used, 0.0),
         "fin": [None if t is None else round((t - base) * 1000) for t in s.finished_at],
         "stop": [i for i, flag in enumerate(s.stopping) if flag], "held": list(s.held),
-        "outbox": [_entry_to_json(e, index, base) for e in s.outbox.values()],
+        "outbox": [entry_to_json(e, index, base) for e in s.outbox.values()],
     }
     body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
     header = MAGIC + FORMAT_VERSION.to_bytes(2, "big") + len(s.def_blob).to_bytes(4, "big")
     return header + s.def_blob + zlib.compress(body, 6)
 
 
-def decode_state(data: bytes) -> WorkflowState:
-    """Rebuild a state written by ``encode_state``."""
+def decode_snapshot(data: bytes) -> tuple[WorkflowState, int]:
+    """The state of the snapshot at the start of ``data`` (aggregates not yet rebuilt)
+    and where the snapshot ends (the deltas after it are ``journal``'s)."""
     if len(data) < _HEADER or data[:4] != MAGIC:
         raise ValueError("not a dagq workflow state (missing header); was it written by dagq?")
     version = int.from_bytes(data[4:6], "big")
@@ -74,8 +78,11 @@ def decode_state(data: bytes) -> WorkflowState:
     blob = bytes(data[_HEADER:end])
     try:
         defn, graph = _definition(blob)
-        doc = json.loads(zlib.decompress(data[end:]))
-        return _build(doc, defn, graph, blob)
+        runtime = zlib.decompressobj()
+        doc = json.loads(runtime.decompress(data[end:]))
+        if not runtime.eof:
+            raise ValueError("the runtime part is cut short")
+        return _build(doc, defn, graph, blob), len(data) - len(runtime.unused_data)
     except (zlib.error, ValueError, KeyError, IndexError, TypeError) as exc:
         raise ValueError(f"workflow state is corrupt: {type(exc).__name__}: {exc}") from None
 
@@ -120,13 +127,12 @@ def _build(doc: dict[str, Any], defn: WorkflowDef, graph: Graph, blob: bytes) ->
         s.stopping[i] = 1
     s.held.extend(doc["held"])
     for row in doc["outbox"]:
-        entry = _entry_from_json(row, graph, base)
+        entry = entry_from_json(row, graph, base)
         s.outbox[entry.key] = entry
-    s.rebuild()
     return s
 
 
-def _entry_to_json(e: OutboxEntry, index: dict[str, int], base: float) -> list[Any]:
+def entry_to_json(e: OutboxEntry, index: dict[str, int], base: float) -> list[Any]:
     p = e.payload
     at = round((e.written_at - base) * 1000)
     if isinstance(p, Dispatch):
@@ -136,7 +142,7 @@ def _entry_to_json(e: OutboxEntry, index: dict[str, int], base: float) -> list[A
     return ["n", p.key, at, p.parent_id, p.task, p.attempt, p.success, p.error]
 
 
-def _entry_from_json(row: list[Any], g: Graph, base: float) -> OutboxEntry:
+def entry_from_json(row: list[Any], g: Graph, base: float) -> OutboxEntry:
     kind, key, at = row[0], row[1], base + row[2] / 1000
     if kind == "d":
         i = row[3]
@@ -147,14 +153,3 @@ def _entry_from_json(row: list[Any], g: Graph, base: float) -> OutboxEntry:
     if kind == "n":
         return OutboxEntry("notice", ParentNotice(row[3], row[4], row[5], row[6], row[7], key), at)
     raise ValueError(f"unknown outbox entry kind {kind!r}")
-
-
-def dumps(state: WorkflowState) -> bytes:
-    """Serialise ``state`` (versioned header, zlib-compressed columnar JSON)."""
-    return encode_state(state)
-
-
-def loads(data: bytes) -> WorkflowState:
-    """Rebuild a state written by ``dumps``; O(tasks + edges). Raises ``ValueError`` for
-    bytes that are not a dagq state or come from a newer format version."""
-    return decode_state(data)

@@ -8,7 +8,8 @@ can apply a completion in time proportional to what it touches. Only
 below.
 
 ``dumps`` / ``loads`` write and read a versioned, zlib-compressed, columnar JSON
-document (implemented in ``engine_codec``).
+document (``codec``); ``journal`` writes what changed since then as small deltas, using
+the change records kept here (``dirty``, ``held_*``, ``outbox_base``).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ class WorkflowState:
 
     __slots__ = (
         "attempt", "cancel_requested", "created_at", "deadlines", "def_blob", "definition",
-        "delay_used",
-        "dispatched_at", "error", "finished_at", "graph", "held", "n_bad", "n_ok", "note",
-        "notices_sent", "outbox", "output", "output_ref", "parent", "releases", "retry_ids",
-        "round_start", "running_set", "sinks_ok", "st", "status", "stopping", "tally",
-        "updated_at", "workflow_id",
+        "delay_used", "dirty",
+        "dispatched_at", "error", "finished_at", "graph", "held", "held_popped", "held_pushed",
+        "held_reset", "journal_bytes", "journal_entries", "n_bad", "n_ok", "note",
+        "notices_sent", "outbox", "outbox_base", "output", "output_ref", "parent", "releases",
+        "retry_ids", "round_start", "running_set", "sinks_ok", "snapshot_bytes", "st",
+        "status", "stopping", "tally", "updated_at", "workflow_id",
     )
 
     def __init__(self, definition: WorkflowDef, workflow_id: str, now: float,
@@ -90,6 +92,19 @@ class WorkflowState:
         self.tally = [0] * len(STATUS_NAMES)
         self.tally[PENDING] = n
         self.sinks_ok = 0
+        # what changed since the stored form was last written or read (engine.journal):
+        self.dirty: set[int] = set()  # tasks with any column changed
+        self.held_popped = 0  # tasks taken from the left of ``held``
+        self.held_pushed: list[int] = []  # tasks appended to ``held``
+        self.held_reset = False  # ``held`` was changed otherwise (a delta carries it whole)
+        self.outbox_base: set[str] = set()  # outbox keys as stored
+        self.snapshot_bytes = 0  # size of the stored snapshot (0: never stored)
+        self.journal_bytes = 0  # size of the deltas stored after it
+        self.journal_entries = 0  # how many deltas
+
+    def touch(self, i: int) -> None:
+        """Record that a column of task ``i`` changed (the next delta carries its row)."""
+        self.dirty.add(i)
 
     # -- read access ---------------------------------------------------------------------
     def counts(self) -> dict[str, int]:

@@ -66,6 +66,7 @@ class Step:
     def set_status(self, i: int, new: int) -> None:
         """Move task ``i`` to status ``new``, updating every aggregate."""
         s = self.s
+        s.dirty.add(i)
         old = s.st[i]
         if old == new:
             return
@@ -153,6 +154,7 @@ class Step:
             self.dispatch(i, g.delay[i])
         else:
             s.held.append(i)
+            s.held_pushed.append(i)
 
     def check_condition(self, i: int, expr: str) -> tuple[bool, str | None]:
         """Evaluate task ``i``'s condition over its current inputs (never raises)."""
@@ -174,6 +176,7 @@ class Step:
         held, st, delay = s.held, s.st, self.g.delay
         while held and s.tally[RUNNING] < cap:
             i = held.popleft()
+            s.held_popped += 1
             if st[i] == READY:
                 self.dispatch(i, delay[i])
 
