@@ -30,10 +30,17 @@ MAX_LEVELS = values.MAX_DEPTH + 8
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
+Where = str | tuple[Any, str | int]
+"""A path, built only when a problem is reported: a string, or ``(parent, key)``."""
+_SKIP = (type(None), bool, float)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def value_problems(root: object, prefix: str = "") -> Iterator[tuple[str, str]]:
     """``(path, message)`` for text, numbers and keys under ``root`` that dagq cannot
-    carry. Walks mappings, lists and (frozen) dataclasses without recursion."""
-    stack: list[tuple[object, str, int]] = [(root, prefix, 0)]
+    carry. Walks mappings, lists and (frozen) dataclasses without recursion; paths are
+    spelled out only for what is reported, so a clean walk costs one visit per value."""
+    stack: list[tuple[object, Where, int]] = [(root, prefix, 0)]
     seen = 0
     while stack:
         item, where, level = stack.pop()
@@ -41,30 +48,66 @@ def value_problems(root: object, prefix: str = "") -> Iterator[tuple[str, str]]:
         if level > MAX_LEVELS:
             continue  # too deep (or cyclic): the nesting rule of kwargs/params reports it
         if seen > MAX_ITEMS:
-            yield where, "the definition is too large"
+            yield _path(where), "the definition is too large"
             return
-        if isinstance(item, str):
+        kind = type(item)
+        if kind is str:
+            text: str = item  # type: ignore[assignment]
+            if not text.isascii() and (why := values.string_problem(text)) is not None:
+                yield _path(where), f"the text {why}"
+        elif isinstance(item, _SKIP):
+            continue
+        elif isinstance(item, str):
             if (why := values.string_problem(item)) is not None:
-                yield where, f"the text {why}"
-        elif isinstance(item, int) and not isinstance(item, bool):
+                yield _path(where), f"the text {why}"
+        elif isinstance(item, int):
             if (why := values.int_problem(item)) is not None:
-                yield where, f"the number {why}"
+                yield _path(where), f"the number {why}"
         elif isinstance(item, Mapping):
             for key, sub in item.items():
                 if isinstance(key, str):
-                    if (why := values.string_problem(key)) is not None:
-                        yield where, f"a key {why}"
+                    if not key.isascii() and (why := values.string_problem(key)) is not None:
+                        yield _path(where), f"a key {why}"
                         continue
                     if (bad := _CONTROL.search(key)) is not None:
-                        yield where, (f"the key {key!r} contains the control character "
-                                      f"U+{ord(bad.group()):04X}; keys must be printable")
+                        yield _path(where), (f"the key {key!r} contains the control "
+                                             f"character U+{ord(bad.group()):04X}; keys "
+                                             "must be printable")
                         continue
-                stack.append((sub, join_path(where, str(key)), level + 1))
+                if type(sub) is str:  # the common leaf, checked without a visit
+                    if not sub.isascii() and (why := values.string_problem(sub)) is not None:
+                        yield _path((where, str(key))), f"the text {why}"
+                elif not isinstance(sub, _SKIP):
+                    stack.append((sub, (where, str(key)), level + 1))
         elif isinstance(item, list | tuple):
-            stack.extend((sub, f"{where}[{i}]", level + 1) for i, sub in enumerate(item))
+            for i, sub in enumerate(item):
+                if type(sub) is str:
+                    if not sub.isascii() and (why := values.string_problem(sub)) is not None:
+                        yield _path((where, i)), f"the text {why}"
+                elif not isinstance(sub, _SKIP):
+                    stack.append((sub, (where, i), level + 1))
         elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            for f in dataclasses.fields(item):
-                stack.append((getattr(item, f.name), join_path(where, f.name), level + 1))
+            names = _FIELDS.get(kind)
+            if names is None:
+                names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(item))
+            for name in names:
+                sub = getattr(item, name)
+                if type(sub) is str:
+                    if not sub.isascii() and (why := values.string_problem(sub)) is not None:
+                        yield _path((where, name)), f"the text {why}"
+                elif not isinstance(sub, _SKIP):
+                    stack.append((sub, (where, name), level + 1))
+
+
+def _path(where: Where) -> str:
+    keys: list[str | int] = []
+    while isinstance(where, tuple):
+        where, key = where
+        keys.append(key)
+    path = where
+    for key in reversed(keys):
+        path = f"{path}[{key}]" if isinstance(key, int) else join_path(path, key)
+    return path
 
 
 def definition_problems(defn: Any, task_path: Callable[[int], str],

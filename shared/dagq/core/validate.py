@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import weakref
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -57,8 +59,16 @@ class SourceMap:
     """Source maps of inline sub-workflows, by model task index."""
 
 
+_TRUSTED: deque[weakref.ref[WorkflowDef]] = deque(maxlen=4)
+"""The last definitions found valid: checking one of them again (the loader checks a
+file, then ``submit`` checks what it is given) returns at once. Definitions are
+immutable values, so a definition valid once stays valid."""
+
+
 def validate(defn: WorkflowDef) -> list[Problem]:
     """Every problem of ``defn`` (empty when it is valid); never raises."""
+    if any(ref() is defn for ref in _TRUSTED):
+        return []
     return check(defn, SourceMap())
 
 
@@ -68,7 +78,10 @@ def check(defn: WorkflowDef, source: SourceMap, prefix: str = "", depth: int = 0
     # values no part of dagq can carry are reported alone: the checks below assume text
     # encodes and numbers convert
     unusable = hardening.definition_problems(defn, lambda i: checker.path(i, ""), prefix)
-    return [hardening.printable(p) for p in unusable or checker.run()]
+    problems = [hardening.printable(p) for p in unusable or checker.run()]
+    if not problems and not prefix and not depth and isinstance(defn, WorkflowDef):
+        _TRUSTED.append(weakref.ref(defn))
+    return problems
 
 
 def _last(where: Where) -> str:

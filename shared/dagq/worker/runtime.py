@@ -362,8 +362,8 @@ class Worker:
             now = time.monotonic()
             with self._lock:
                 running = list(self._running.values())
-            for r in running:
-                if now > r.hidden_until - vis / 2:
+            for r in running:  # renew once a third of the lease is used: two thirds of
+                if now > r.hidden_until - vis * 2 / 3:  # it are the margin for a slow store
                     self._extend(r, now)
             if now >= next_poll:
                 next_poll = now + self.settings.cancel_poll_interval
