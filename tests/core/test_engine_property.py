@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from dagq.core import engine
 from dagq.core.engine import Completion, WorkflowState, dumps, loads
 from dagq.core.engine.journal import encode_write, mark_stored
+from dagq.core.engine.peek import peek
 from dagq.core.model import DepPolicy, TaskDef, WorkflowDef
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -179,7 +180,11 @@ class Driver:
         else:
             self.stored = data
             mark_stored(self.state, len(data))
-        assert canonical(loads(self.stored)) == canonical(self.state)
+        s = self.state
+        assert canonical(loads(self.stored)) == canonical(s)
+        facts = peek(self.stored)  # what a worker reads before starting an attempt
+        assert (facts.status, facts.attempt, facts.releases, facts.stopping) == (
+            bytes(s.st), s.attempt, s.releases, {i for i, f in enumerate(s.stopping) if f})
 
     def check(self, fx: engine.Effects) -> None:
         s = self.state

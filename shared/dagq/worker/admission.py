@@ -12,8 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from dagq.core import engine
-from dagq.core.engine import WorkflowState, loads
+from dagq.core.engine.peek import Facts, peek
 from dagq.errors import NotFound
 from dagq.ports import StateStore
 from dagq.protocol.cancels import ADMISSION_TTL_S
@@ -39,7 +38,7 @@ class Admission:
         self.ttl_s = ttl_s
         self.clock = clock
         self.reads = 0
-        self._cache: dict[str, tuple[float, WorkflowState | None]] = {}
+        self._cache: dict[str, tuple[float, Facts | None]] = {}
         self._lock = threading.Lock()
 
     def judge(self, task: TaskMessage, *, fresh: bool = False) -> str:
@@ -49,13 +48,13 @@ class Admission:
         while True:
             if state is None:
                 return "gone"
-            verdict = engine.judge_attempt(state, task.task, task.attempt, task.key)
+            verdict = state.judge(task.task, task.attempt, task.key)
             if verdict != "unknown" or read_now:
                 return verdict
             read_now = True
             state = self._state(task.workflow_id, True)
 
-    def _state(self, workflow_id: str, fresh: bool) -> WorkflowState | None:
+    def _state(self, workflow_id: str, fresh: bool) -> Facts | None:
         now = self.clock()
         with self._lock:
             hit = self._cache.get(workflow_id)
@@ -64,7 +63,7 @@ class Admission:
         read_at = self.clock()  # trust starts when the read starts
         try:
             data, _ = self.states.read(workflow_id)
-            state: WorkflowState | None = loads(data)
+            state: Facts | None = peek(data)  # the few columns it needs, not a full state
         except NotFound:
             state = None
         self.reads += 1

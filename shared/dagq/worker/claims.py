@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dagq.core.engine import loads
+from dagq.core.engine.peek import peek
 from dagq.errors import AlreadyExists, DagqError, NotFound, PreconditionFailed
 from dagq.ports import Message, Queue, Records, StateStore
 from dagq.protocol.messages import TaskMessage
@@ -234,10 +234,9 @@ def admit(claims: Claims, queue: Queue, states: StateStore, msg: Message, task: 
 def attempt_open(states: StateStore, workflow_id: str, task: str, attempt: int) -> bool:
     """True if the stored state of ``workflow_id`` has ``task`` running ``attempt``."""
     try:
-        view = loads(states.read(workflow_id)[0]).task_view(task)
-    except (NotFound, KeyError):
+        return peek(states.read(workflow_id)[0]).running(task) == attempt
+    except NotFound:
         return False
-    return view.status == "running" and view.attempt == attempt
 
 
 def prune(records: Records, now: float, keep_s: float = KEEP_S,

@@ -23,6 +23,7 @@ from dagq.core.engine.graph import (
     STATUS_CLASS,
 )
 from dagq.core.engine.journal import dumps, loads
+from dagq.core.engine.peek import judge
 from dagq.core.engine.state import MAX_RETRY_IDS, WorkflowState
 from dagq.core.engine.step import Resolve, Step
 from dagq.core.engine.types import (
@@ -134,18 +135,12 @@ def judge_attempt(state: WorkflowState, task: str, attempt: int, key: str) -> st
     """Whether a delivered attempt may start, by this state: ``"run"`` (it is the current
     attempt), ``"cancelled"`` (current, but a cancel waits for it), ``"ended"`` (it was
     superseded, finished or reset by a retry) or ``"unknown"`` (the state predates it,
-    or there is no such task)."""
+    or there is no such task). ``peek.Facts.judge`` answers the same from stored bytes."""
     i = state.graph.index.get(task)
     if i is None:
         return "unknown"
-    tail = key.rpartition("/")[2].partition(".")[2]
-    delivered = (attempt, int(tail) if tail.isdigit() else 0)
-    current = (state.attempt[i], state.releases[i])
-    if delivered > current:
-        return "unknown"
-    if delivered < current or state.st[i] != RUNNING:
-        return "ended"
-    return "cancelled" if state.stopping[i] else "run"
+    return judge(state.st[i], state.attempt[i], state.releases[i], bool(state.stopping[i]),
+                 attempt, key)
 
 
 def cancel_unstarted(state: WorkflowState, now: float, started: Container[str]) -> Effects:
