@@ -198,7 +198,7 @@ def e2e(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
 def coordinator(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     rows = []
     for n in args.sizes:
-        with stack(tmp, args, f"c{n}") as s:
+        with stack(tmp, args, f"c{n}"):
             settings = Settings.from_env()
             backend = backend_from_settings(settings)
             client = WorkflowClient(backend)

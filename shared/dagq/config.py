@@ -35,6 +35,11 @@ class Settings:
     batch_wait: float = 0.05
     """``DAGQ_BATCH_WAIT``: after a partial batch from a remote queue, wait this long so the
     next receive takes more at once (fewer requests per task; unused on SQLite)."""
+    apply_concurrency: int = 0
+    """``DAGQ_APPLY_CONCURRENCY``: workflows whose completions one coordinator applies at
+    once (each in its own thread; one workflow is always applied by one thread). 0: 1 on
+    the embedded store, whose writes are serialised anyway, and 8 on Azure, where each
+    write waits on the network."""
     index_interval: float = 1.0
     """``DAGQ_INDEX_INTERVAL``: least seconds between index-row count updates of one
     workflow (status changes are written at once)."""
@@ -128,6 +133,9 @@ class Settings:
                 example = getattr(Settings, name)
                 raise ConfigError(f"DAGQ_{name.upper()}={getattr(self, name)} must be above 0 "
                                   f"seconds (e.g. DAGQ_{name.upper()}={example:g})")
+        if self.apply_concurrency < 0:
+            raise ConfigError(f"DAGQ_APPLY_CONCURRENCY={self.apply_concurrency} must be 0 "
+                              "(automatic) or more (e.g. DAGQ_APPLY_CONCURRENCY=8)")
         if self.log_format not in ("text", "json"):
             raise ConfigError(f"DAGQ_LOG_FORMAT={self.log_format!r} must be 'text' or 'json' "
                               "(e.g. DAGQ_LOG_FORMAT=json)")

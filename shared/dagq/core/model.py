@@ -51,7 +51,7 @@ class SubWorkflow:
     """Parameters handed to the child (``params`` of the child workflow)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TaskDef:
     """One task of a workflow definition."""
 

@@ -14,6 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,6 @@ from dagq.config import Settings
 from dagq.control import Control
 from dagq.core import engine
 from dagq.core.engine import WorkflowState, loads
-from dagq.core.engine.journal import encode_write, mark_stored
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef
 from dagq.crashpoints import crash_point
 from dagq.errors import NotFound, PreconditionFailed
@@ -39,6 +39,7 @@ from dagq.runtime.cancels import cascade_cancel, finish_cancels
 from dagq.runtime.controls import apply_control, handoff_keys
 from dagq.runtime.dispatch import OutboxSender
 from dagq.runtime.report import Applied, CoordinatorStats
+from dagq.runtime.statewrite import write_state
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -80,6 +81,8 @@ class Coordinator:
         self._last_sweep = 0.0
         self._batch_wait = 0.0 if settings.is_embedded else settings.batch_wait
         self._pending_wait = False
+        self._threads = settings.apply_concurrency or (1 if settings.is_embedded else 8)
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- main loop ---------------------------------------------------------------------
     def run(self, stop: threading.Event | None = None,
@@ -127,8 +130,15 @@ class Coordinator:
             self.completions.dead_letter(msg, reason)
             self.stats.counts["dead_lettered"] += 1
             poison.undecodable(self, msg.id, msg.body, reason)
-        for wf, items in grouped.groups.items():
-            self._handle_group(wf, items)
+        groups = list(grouped.groups.items())
+        if self._threads > 1 and len(groups) > 1:  # workflows are independent: overlap
+            if self._pool is None:  # their reads, writes and sends
+                self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="dagq-apply")
+            for _ in self._pool.map(lambda group: self._handle_group(*group), groups):
+                pass  # an outage in any group is raised here, as in the loop below
+        else:
+            for wf, items in groups:
+                self._handle_group(wf, items)
         return len(msgs)
 
     def _handle_group(self, workflow_id: str,
@@ -240,12 +250,9 @@ class Coordinator:
                 for eff in effects:  # a batch of only duplicates changes nothing
                     self.stats.counts["duplicates"] += len(eff.ignored)
                 return effects
-            kind, data = encode_write(state, self.backend.states.max_journal)
             try:
-                if kind == "append":
-                    etag = self.backend.states.append(workflow_id, data, cached.etag)
-                else:
-                    etag = self.backend.states.replace(workflow_id, data, cached.etag)
+                etag, written = write_state(self.backend.states, workflow_id, state,
+                                            cached.etag)
             except PreconditionFailed:
                 self.stats.counts["conflicts"] += 1
                 self.forget(workflow_id)
@@ -256,12 +263,8 @@ class Coordinator:
             except BaseException:
                 self.forget(workflow_id)  # its change records no longer match the store
                 raise
-            if kind == "append":
-                mark_stored(state, None, len(data))
-            else:
-                mark_stored(state, len(data))
             self.stats.counts["writes"] += 1
-            self.stats.counts["state_bytes"] += len(data)
+            self.stats.counts["state_bytes"] += written
             with self._lock:
                 self._cache[workflow_id] = _Cached(state, etag)
                 self._cache.move_to_end(workflow_id)
@@ -277,7 +280,7 @@ class Coordinator:
                 self.stats.counts["duplicates"] += len(eff.ignored)
                 if eff.stop and any(state.definition.task(t).workflow is not None
                                     for t, _ in eff.stop):
-                    self._cascade_cancel(workflow_id)
+                    cascade_cancel(self.children, workflow_id)
             return effects
         log.warning("workflow %s: gave up after %d ETag conflicts; will retry on redelivery",
                     workflow_id, MAX_CONFLICT_RETRIES)
@@ -380,9 +383,6 @@ class Coordinator:
             if not cached and now - row.updated_at < grace:
                 continue  # another coordinator is actively writing it
             self._repair(row.id, now)
-
-    def _cascade_cancel(self, workflow_id: str) -> None:
-        cascade_cancel(self.children, workflow_id)
 
     def _repair(self, workflow_id: str, now: float) -> None:
         """Re-send stale outbox entries, expire overdue tasks and decide tasks a retry

@@ -31,6 +31,10 @@ from dagq.protocol.messages import (
 
 log = logging.getLogger("dagq.dispatch")
 
+SEND_CHUNK = 500
+"""Task messages built and sent at a time: a 100,000-task fan-out never holds all its
+messages in memory at once."""
+
 
 class OutboxSender:
     """Sends outbox entries of a state that was just written."""
@@ -59,8 +63,12 @@ class OutboxSender:
                     sent.add(entry.key)
                     continue
                 message_id = names.task_message_id(entry.key)
-                by_queue.setdefault(payload.queue, []).append((body, delay, message_id))
+                batch = by_queue.setdefault(payload.queue, [])
+                batch.append((body, delay, message_id))
                 dispatches.setdefault(payload.queue, []).append(payload)
+                if len(batch) >= SEND_CHUNK:  # bounded memory for a wide fan-out
+                    self._send_many(state, payload.queue, by_queue.pop(payload.queue),
+                                    dispatches.pop(payload.queue))
             elif entry.kind == "child":
                 self.submit_child(state, payload,
                                   max(0.0, entry.written_at + payload.delay_s - now))
@@ -71,15 +79,20 @@ class OutboxSender:
                 continue
             sent.add(entry.key)
         for queue, items in by_queue.items():
-            try:
-                self.backend.queues.get(queue).send_many(items)
-            except TRANSIENT:
-                raise  # the outbox keeps the entries: they are re-sent after the outage
-            except DagqError as exc:  # refused for good: fail those tasks, not the sender
-                for d in dispatches[queue]:
-                    self.fail_dispatch(state, d, f"queue {queue!r} refused its task "
-                                                 f"message: {exc}")
+            self._send_many(state, queue, items, dispatches[queue])
         return sent
+
+    def _send_many(self, state: WorkflowState, queue: str,
+                   items: list[tuple[bytes, float, str | None]],
+                   dispatches: list[engine.Dispatch]) -> None:
+        try:
+            self.backend.queues.get(queue).send_many(items)
+        except TRANSIENT:
+            raise  # the outbox keeps the entries: they are re-sent after the outage
+        except DagqError as exc:  # refused for good: fail those tasks, not the sender
+            for d in dispatches:
+                self.fail_dispatch(state, d, f"queue {queue!r} refused its task "
+                                             f"message: {exc}")
 
     def fail_dispatch(self, state: WorkflowState, d: engine.Dispatch, why: str) -> None:
         """Report attempt ``d`` failed because its task message could not be sent."""

@@ -64,7 +64,8 @@ def encode_write(s: WorkflowState, max_entries: int,
     once the write succeeded; a failed write must drop ``s``: its change records no
     longer match the store."""
     if (s.snapshot_bytes >= min_bytes and s.journal_entries < max_entries
-            and s.journal_bytes < s.snapshot_bytes):
+            and s.journal_bytes < s.snapshot_bytes
+            and len(s.dirty) < len(s.st) // 4):  # else a delta would rival the snapshot
         delta = encode_delta(s)
         if s.journal_bytes + len(delta) <= s.snapshot_bytes:
             return "append", delta
