@@ -115,8 +115,15 @@ def shown_counts(tasks: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
-    """Workflow header, counts and a task table."""
+ATTENTION = ("failed", "upstream_failed", "cancelled", "running", "ready", "pending",
+             "skipped", "completed")
+"""The order ``dagq status`` shows tasks in when it cannot show them all."""
+
+
+def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]],
+                 limit: int | None = None) -> None:
+    """Workflow header, counts and a task table (at most ``limit`` rows: those that need
+    attention first, then a line saying how to see the rest)."""
     out = Console()
     colour = STATUS_COLOURS.get(summary["status"], "white")
     out.print(f"[bold]{summary['id']}[/]  {summary['name']}  [{colour}]{summary['status']}[/]")
@@ -132,7 +139,14 @@ def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]]) -> None:
             ccol = STATUS_COLOURS.get(c["status"], "white")
             out.print(f"{indent}└─ {c['id']} (task {c.get('parent_task')}) "
                       f"[{ccol}]{c['status']}[/] {counts_text(c['counts'])}", soft_wrap=True)
-    print_tasks(tasks)
+    if limit is None or len(tasks) <= limit:
+        print_tasks(tasks)
+        return
+    rank = {status: k for k, status in enumerate(ATTENTION)}
+    print_tasks(sorted(tasks, key=lambda t: rank.get(t["status"], 0))[:limit])
+    out.print(f"... and {len(tasks) - limit:,} more tasks (all of them: dagq tasks --workflow "
+              f"{summary['id']}; --status, --prefix, --limit and --offset select; "
+              "dagq status --limit 0 shows every task here)", soft_wrap=True)
 
 
 def print_tasks(tasks: list[dict[str, Any]], now: float | None = None) -> None:

@@ -141,12 +141,16 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
 
 @click.command()
 @click.argument("workflow_id")
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Most task rows shown (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @store_option
 @click.pass_context
 @handle_errors
-def status(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
-    """Show a workflow's status, counts and tasks.
+def status(ctx: click.Context, workflow_id: str, limit: int, as_json: bool,
+           store: str | None) -> None:
+    """Show a workflow's status, counts and tasks (failed and running ones first when
+    there are more than --limit).
 
     JSON adds "phases": tasks per phase (queued and waiting apart from started)."""
     client = open_client(ctx, store)
@@ -161,7 +165,7 @@ def status(ctx: click.Context, workflow_id: str, as_json: bool, store: str | Non
             phases[t["phase"]] = phases.get(t["phase"], 0) + 1
         emit_json({**summary, "phases": phases})
         return
-    print_status(summary, rows)
+    print_status(summary, rows, limit or None)
 
 
 @click.command(name="list")
@@ -196,14 +200,21 @@ def list_(ctx: click.Context, status_: str | None, limit: int | None, since: flo
 @click.option("--prefix", default=None, help="Only tasks whose name starts with this.")
 @click.option("--status", "status_", type=click.Choice(TASK_STATUSES), default=None)
 @click.option("--queue", default=None, help="Only tasks on this queue.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="At most this many tasks.")
+@click.option("--offset", type=click.IntRange(min=0), default=0,
+              help="Skip this many matching tasks first.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @store_option
 @click.pass_context
 @handle_errors
 def tasks(ctx: click.Context, workflow_id: str, prefix: str | None, status_: str | None,
-          queue: str | None, as_json: bool, store: str | None) -> None:
-    """List a workflow's tasks, filtered by name prefix, status and queue."""
+          queue: str | None, limit: int | None, offset: int, as_json: bool,
+          store: str | None) -> None:
+    """List a workflow's tasks, filtered by name prefix, status and queue; --offset and
+    --limit page through them (in definition order)."""
     rows = open_client(ctx, store).tasks(workflow_id, prefix=prefix, status=status_, queue=queue)
+    rows = rows[offset:offset + limit if limit is not None else None]
     if as_json:
         emit_json(rows)
         return

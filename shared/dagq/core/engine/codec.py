@@ -38,31 +38,51 @@ _FROM_DIGITS = bytes.maketrans(b"0123456789", bytes(range(10)))
 
 
 def encode_state(s: WorkflowState) -> bytes:
-    """Serialise ``s`` (see the module docstring for the layout)."""
+    """Serialise ``s`` (see the module docstring for the layout). The runtime document is
+    encoded and compressed one column (and 1,000 outbox entries) at a time, so a large
+    state is never held as one JSON text."""
     if s.def_blob is None:
         text = json.dumps(def_to_json(s.definition), separators=(",", ":"), ensure_ascii=False)
         s.def_blob = zlib.compress(text.encode(), 6)
     base = s.created_at
     index = s.graph.index
-    doc: dict[str, Any] = {
-        "id": s.workflow_id, "status": s.status,
-        "created_at": s.created_at, "updated_at": s.updated_at,
-        "parent": [s.parent.workflow_id, s.parent.task, s.parent.attempt] if s.parent else None,
-        "cancel": s.cancel_requested, "retry_ids": s.retry_ids, "notices": s.notices_sent,
-        "st": s.st.translate(_TO_DIGITS).decode("ascii"),
-        "att": s.attempt, "rs": sparse(s.round_start, 1), "rel": sparse(s.releases, 0),
-        "out": sparse(s.output, None),
-        "ref": sparse([[r.name, r.md5, r.size] if r else None for r in s.output_ref], None),
-        "err": sparse(s.error, None), "note": sparse(s.note, None),
-        "disp": [None if t is None else round((t - base) * 1000) for t in s.dispatched_at],
-        "dly": sparse(s.delay_used, 0.0),
-        "fin": [None if t is None else round((t - base) * 1000) for t in s.finished_at],
-        "stop": [i for i, flag in enumerate(s.stopping) if flag], "held": list(s.held),
-        "outbox": [entry_to_json(e, index, base) for e in s.outbox.values()],
-    }
-    body = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    columns: list[tuple[str, Any]] = [
+        ("id", s.workflow_id), ("status", s.status),
+        ("created_at", s.created_at), ("updated_at", s.updated_at),
+        ("parent", [s.parent.workflow_id, s.parent.task, s.parent.attempt] if s.parent else None),
+        ("cancel", s.cancel_requested), ("retry_ids", s.retry_ids), ("notices", s.notices_sent),
+        ("st", s.st.translate(_TO_DIGITS).decode("ascii")),
+        ("att", s.attempt), ("rs", lambda: sparse(s.round_start, 1)),
+        ("rel", lambda: sparse(s.releases, 0)), ("out", lambda: sparse(s.output, None)),
+        ("ref", lambda: sparse([[r.name, r.md5, r.size] if r else None for r in s.output_ref],
+                               None)),
+        ("err", lambda: sparse(s.error, None)), ("note", lambda: sparse(s.note, None)),
+        ("disp", lambda: [None if t is None else round((t - base) * 1000)
+                          for t in s.dispatched_at]),
+        ("dly", lambda: sparse(s.delay_used, 0.0)),
+        ("fin", lambda: [None if t is None else round((t - base) * 1000)
+                         for t in s.finished_at]),
+        ("stop", lambda: [i for i, flag in enumerate(s.stopping) if flag]),
+        ("held", lambda: list(s.held)),
+    ]
+    z = zlib.compressobj(6)
+    parts = [b""]
+    for k, (key, value) in enumerate(columns):
+        value = value() if callable(value) else value
+        parts.append(z.compress(f'{"{" if k == 0 else ","}"{key}":{_json(value)}'.encode()))
+    entries = list(s.outbox.values())
+    parts.append(z.compress(b',"outbox":['))
+    for at in range(0, len(entries), 1000):
+        chunk = [entry_to_json(e, index, base) for e in entries[at:at + 1000]]
+        parts.append(z.compress(((b"," if at else b"") + _json(chunk)[1:-1].encode())))
+    parts.append(z.compress(b"]}") + z.flush())
     header = MAGIC + FORMAT_VERSION.to_bytes(2, "big") + len(s.def_blob).to_bytes(4, "big")
-    return header + s.def_blob + zlib.compress(body, 6)
+    parts[0] = header + s.def_blob
+    return b"".join(parts)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def decode_snapshot(data: bytes) -> tuple[WorkflowState, int]:

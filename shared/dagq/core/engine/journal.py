@@ -18,6 +18,7 @@ bytes written per completion stay proportional to what each completion changed.
 
 from __future__ import annotations
 
+import itertools
 import json
 import zlib
 from typing import Any
@@ -73,23 +74,36 @@ def encode_write(s: WorkflowState, max_entries: int,
 
 
 def encode_delta(s: WorkflowState) -> bytes:
-    """One framed delta of everything ``s`` changed since it was last stored or read."""
-    keys = set(s.outbox)
+    """One framed delta of everything ``s`` changed since it was last stored or read
+    (encoded and compressed a thousand items at a time: a delta may be large too)."""
     index, base = s.graph.index, s.created_at
-    doc: dict[str, Any] = {
+    head: dict[str, Any] = {
         "status": s.status, "updated_at": s.updated_at, "cancel": s.cancel_requested,
-        "retry_ids": s.retry_ids, "notices": s.notices_sent,
-        "rows": [_row(s, i) for i in sorted(s.dirty)],
-        "ob+": [entry_to_json(e, index, base) for k, e in s.outbox.items()
-                if k not in s.outbox_base],
-        "ob-": sorted(s.outbox_base - keys),
-    }
+        "retry_ids": s.retry_ids, "notices": s.notices_sent}
     if s.held_reset:
-        doc["held"] = list(s.held)
+        head["held"] = list(s.held)
     else:
-        doc["hp"], doc["ha"] = s.held_popped, s.held_pushed
-    body = zlib.compress(json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode(), 6)
+        head["hp"], head["ha"] = s.held_popped, s.held_pushed
+    z = zlib.compressobj(6)
+    parts = [z.compress(_json(head)[:-1].encode())]
+    added = (e for k, e in s.outbox.items() if k not in s.outbox_base)
+    lists = (("rows", (_row(s, i) for i in sorted(s.dirty))),
+             ("ob+", (entry_to_json(e, index, base) for e in added)),
+             ("ob-", iter(sorted(s.outbox_base.difference(s.outbox)))))
+    for name, items in lists:
+        parts.append(z.compress(f',"{name}":['.encode()))
+        first = True
+        while chunk := list(itertools.islice(items, 1000)):
+            parts.append(z.compress(("" if first else ",").encode() + _json(chunk)[1:-1].encode()))
+            first = False
+        parts.append(z.compress(b"]"))
+    parts.append(z.compress(b"}") + z.flush())
+    body = b"".join(parts)
     return MAGIC + len(body).to_bytes(4, "big") + body
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def mark_stored(s: WorkflowState, snapshot_bytes: int | None, delta_bytes: int = 0) -> None:
