@@ -118,7 +118,8 @@ class WorkflowDef:
 
     def task(self, name: str) -> TaskDef:
         """The task called ``name`` (KeyError if absent); O(1) after the first call."""
-        return self._by_name[name]
+        find = getattr(self.tasks, "task", None)  # decoded tasks look themselves up
+        return find(name) if find is not None else self._by_name[name]
 
     @cached_property
     def _by_name(self) -> Mapping[str, TaskDef]:

@@ -114,8 +114,12 @@ def clear_definition_cache() -> None:
 
 @functools.lru_cache(maxsize=8)
 def _definition(blob: bytes) -> tuple[WorkflowDef, Graph]:
-    defn = def_from_json(json.loads(zlib.decompress(blob)))
-    return defn, Graph(defn, check_cycles=False)
+    defn = def_from_json(json.loads(zlib.decompress(blob)), lazy=True)
+    graph = Graph(defn, check_cycles=False)
+    share = getattr(defn.tasks, "share", None)
+    if share is not None:
+        share(graph.index, graph.deps)
+    return defn, graph
 
 
 def _build(doc: dict[str, Any], defn: WorkflowDef, graph: Graph, blob: bytes) -> WorkflowState:

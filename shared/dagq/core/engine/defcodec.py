@@ -2,15 +2,22 @@
 
 Task fields other than ``name``, ``kwargs`` and ``depends_on`` are stored sparsely: only
 tasks whose value differs from the default appear. Dependencies are stored as task
-indexes. ``def_from_json(def_to_json(d)) == d`` for every definition whose mappings hold
-JSON values (tuples inside ``kwargs`` or ``params`` come back as lists).
+indexes, each task's ``kwargs`` as its own JSON text (``kw``; older states have the
+``kwargs`` objects inline). ``def_from_json(def_to_json(d)) == d`` for every definition
+whose mappings hold JSON values (tuples inside ``kwargs`` or ``params`` come back as lists).
+
+``def_from_json(data, lazy=True)`` keeps the tasks as these columns (``LazyTasks``) and
+builds a ``TaskDef`` only when one is asked for: a state of 100,000 tasks then holds no
+100,000 task objects and kwargs dictionaries, only their names and texts.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple, cast, overload
 
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 
@@ -43,8 +50,7 @@ def def_to_json(defn: WorkflowDef) -> dict[str, Any]:
     if defn.parameters:
         out["parameters"] = dict(defn.parameters)
     out["names"] = [t.name for t in tasks]
-    out["kwargs"] = sparse([t.kwargs if type(t.kwargs) is dict else dict(t.kwargs)
-                            for t in tasks], {})
+    out["kw"] = sparse([_kw_text(t.kwargs) for t in tasks], None)
     out["deps"] = [[index[d] for d in t.depends_on] for t in tasks]
     extra: dict[str, dict[str, list[Any]]] = {}
     for i, t in enumerate(tasks):
@@ -61,12 +67,17 @@ def def_to_json(defn: WorkflowDef) -> dict[str, Any]:
     return out
 
 
-def def_from_json(data: dict[str, Any]) -> WorkflowDef:
-    """Rebuild a definition written by ``def_to_json``."""
+def def_from_json(data: dict[str, Any], *, lazy: bool = False) -> WorkflowDef:
+    """Rebuild a definition written by ``def_to_json`` (its tasks as ``LazyTasks``
+    when ``lazy``)."""
     names: list[str] = data["names"]
     n = len(names)
-    kwargs = dense(data["kwargs"], n, None)
-    pick = names.__getitem__
+    if "kw" in data:  # equal texts held once (a fan-out's tasks often share their kwargs)
+        seen: dict[str, str] = {}
+        kwargs = [None if k is None else seen.setdefault(k, k)
+                  for k in dense(data["kw"], n, None)]
+    else:
+        kwargs = dense(data["kwargs"], n, None)
     extra: list[dict[str, Any] | None] = [None] * n
     for key, col in data.get("fields", {}).items():
         for i, value in zip(col["i"], col["v"], strict=True):
@@ -74,13 +85,99 @@ def def_from_json(data: dict[str, Any]) -> WorkflowDef:
             if row is None:
                 row = extra[i] = {}
             row[key] = _sub_from_json(value) if key == "workflow" else value
-    tasks = [
-        TaskDef(name, kw if kw is not None else {}, tuple(map(pick, deps)), **(more or {}))
-        for name, kw, deps, more in zip(names, kwargs, data["deps"], extra, strict=True)
-    ]
+    lazy_tasks = LazyTasks(names, kwargs, data["deps"], extra)
+    tasks = cast(tuple[TaskDef, ...], lazy_tasks if lazy else tuple(lazy_tasks))
     top = {key: data[key] for key in _WF_DEFAULTS if key in data}
-    return WorkflowDef(name=data["name"], tasks=tuple(tasks), params=data.get("params", {}),
+    return WorkflowDef(name=data["name"], tasks=tasks, params=data.get("params", {}),
                        parameters=data.get("parameters", {}), **top)
+
+
+class Shape(NamedTuple):
+    """What the engine's graph reads of a task (everything but its ``kwargs``)."""
+
+    name: str
+    depends_on: tuple[str, ...]
+    dep_policy: Any
+    queue: str | None
+    timeout_s: float | None
+    delay_s: float
+    condition: str | None
+    merge: bool
+    workflow: SubWorkflow | None
+
+
+class LazyTasks(Sequence[TaskDef]):
+    """A decoded definition's tasks kept as columns; ``TaskDef`` objects are built on
+    access (and not kept)."""
+
+    __slots__ = ("_deps", "_extra", "_index", "_kwargs", "_names")
+
+    def __init__(self, names: list[str], kwargs: list[Any], deps: Sequence[Sequence[int]],
+                 extra: list[dict[str, Any] | None]) -> None:
+        self._names, self._kwargs, self._deps, self._extra = names, kwargs, deps, extra
+        self._index: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @overload
+    def __getitem__(self, i: int) -> TaskDef: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[TaskDef, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> TaskDef | tuple[TaskDef, ...]:
+        if isinstance(i, slice):
+            return tuple(self._make(k) for k in range(*i.indices(len(self._names))))
+        return self._make(range(len(self._names))[i])
+
+    def __iter__(self) -> Iterator[TaskDef]:
+        return (self._make(i) for i in range(len(self._names)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def task(self, name: str) -> TaskDef:
+        """The task called ``name`` (``KeyError`` if absent)."""
+        if self._index is None:
+            self._index = {n: i for i, n in enumerate(self._names)}
+        return self._make(self._index[name])
+
+    def share(self, index: dict[str, int], deps: list[tuple[int, ...]]) -> None:
+        """Use the graph's name index and dependency ids (the same data, held once)."""
+        self._index, self._deps = index, deps
+
+    def shapes(self) -> list[Shape]:
+        """Every task's ``Shape``, without decoding any ``kwargs``."""
+        names, out = self._names, []
+        for name, deps, more in zip(names, self._deps, self._extra, strict=True):
+            m = more or _EMPTY
+            out.append(Shape(name, tuple(names[d] for d in deps), m.get("dep_policy", "all"),
+                             m.get("queue"), m.get("timeout_s"), m.get("delay_s", 0.0),
+                             m.get("condition"), m.get("merge", False), m.get("workflow")))
+        return out
+
+    def _make(self, i: int) -> TaskDef:
+        kw = self._kwargs[i]
+        if isinstance(kw, str):
+            kw = json.loads(kw)
+        names = self._names
+        return TaskDef(names[i], kw if kw is not None else {},
+                       tuple(names[d] for d in self._deps[i]), **(self._extra[i] or _EMPTY))
+
+
+_EMPTY: dict[str, Any] = {}
+
+
+def _kw_text(kwargs: Any) -> str | None:
+    if not kwargs:
+        return None
+    return json.dumps(kwargs if type(kwargs) is dict else dict(kwargs), separators=(",", ":"),
+                      ensure_ascii=False)
 
 
 def _sub_to_json(sub: SubWorkflow | None) -> dict[str, Any] | None:

@@ -8,6 +8,8 @@ completion only touches the finished task and its direct children.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
+from typing import Any
 
 from dagq.core.model import TASK_STATUSES, TaskDef, WorkflowDef
 from dagq.core.policy import required_successes
@@ -33,9 +35,11 @@ class Graph:
     )
 
     def __init__(self, defn: WorkflowDef, *, check_cycles: bool = True) -> None:
-        tasks = defn.tasks
+        self.tasks: tuple[TaskDef, ...] = defn.tasks
+        # a decoded definition gives its tasks' shapes without building TaskDef objects
+        shapes = getattr(defn.tasks, "shapes", None)
+        tasks: Sequence[Any] = shapes() if shapes is not None else defn.tasks
         n = len(tasks)
-        self.tasks: tuple[TaskDef, ...] = tasks
         self.names: tuple[str, ...] = tuple(t.name for t in tasks)
         self.index: dict[str, int] = dict(zip(self.names, range(n), strict=True))
         problems: list[Problem] = []
@@ -51,7 +55,8 @@ class Graph:
         self.need: list[int] = []
         self.slack: list[int] = []
         index = self.index
-        for i, t in enumerate(tasks):
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # one object per distinct list:
+        for i, t in enumerate(tasks):  # the n tasks of a fan-out share one (root,) tuple
             try:
                 ids = tuple(index[d] for d in t.depends_on)
             except KeyError:
@@ -60,7 +65,7 @@ class Graph:
                 ids = self._check_deps(i, t, problems)
             for j in ids:
                 kids[j].append(i)
-            self.deps.append(ids)
+            self.deps.append(shared.setdefault(ids, ids))
             if t.dep_policy == "all":
                 need = len(ids)
             else:
@@ -71,7 +76,8 @@ class Graph:
                     need = len(ids)
             self.need.append(need)
             self.slack.append(len(ids) - need)
-        self.children: list[tuple[int, ...]] = [tuple(k) for k in kids]
+        self.children: list[tuple[int, ...]] = [shared.setdefault(c, c)
+                                                 for c in map(tuple, kids)]
         self.sink = bytearray(0 if k else 1 for k in kids)
         self.n_sinks = sum(self.sink)
         self.roots = tuple(i for i in range(n) if not self.deps[i])
@@ -94,7 +100,7 @@ class Graph:
         if problems:
             raise DefinitionError(problems, source=f"workflow {defn.name!r}")
 
-    def _check_deps(self, i: int, t: TaskDef, problems: list[Problem]) -> tuple[int, ...]:
+    def _check_deps(self, i: int, t: Any, problems: list[Problem]) -> tuple[int, ...]:
         """The valid dependency ids of task ``i``; a problem for each unknown or self one."""
         ids = []
         for d in t.depends_on:
