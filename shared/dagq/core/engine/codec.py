@@ -74,7 +74,7 @@ def encode_state(s: WorkflowState) -> bytes:
     parts.append(z.compress(b',"outbox":['))
     for at in range(0, len(entries), 1000):
         chunk = [entry_to_json(e, index, base) for e in entries[at:at + 1000]]
-        parts.append(z.compress(((b"," if at else b"") + _json(chunk)[1:-1].encode())))
+        parts.append(z.compress((b"," if at else b"") + _json(chunk)[1:-1].encode()))
     parts.append(z.compress(b"]}") + z.flush())
     header = MAGIC + FORMAT_VERSION.to_bytes(2, "big") + len(s.def_blob).to_bytes(4, "big")
     parts[0] = header + s.def_blob
