@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from dagq.core import values
@@ -32,39 +32,25 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 Where = str | tuple[Any, str | int]
 """A path, built only when a problem is reported: a string, or ``(parent, key)``."""
-_SKIP = (type(None), bool, float)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def value_problems(root: object, prefix: str = "") -> Iterator[tuple[str, str]]:
     """``(path, message)`` for text, numbers and keys under ``root`` that dagq cannot
-    carry. Walks mappings, lists and (frozen) dataclasses without recursion; paths are
-    spelled out only for what is reported, so a clean walk costs one visit per value."""
+    carry. Walks mappings, lists and (frozen) dataclasses without recursion; leaves are
+    checked where they are found and paths spelled out only for what is reported, so a
+    clean walk costs little more than one look at each value."""
     stack: list[tuple[object, Where, int]] = [(root, prefix, 0)]
     seen = 0
     while stack:
         item, where, level = stack.pop()
-        seen += 1
         if level > MAX_LEVELS:
             continue  # too deep (or cyclic): the nesting rule of kwargs/params reports it
-        if seen > MAX_ITEMS:
-            yield _path(where), "the definition is too large"
-            return
         kind = type(item)
-        if kind is str:
-            text: str = item  # type: ignore[assignment]
-            if not text.isascii() and (why := values.string_problem(text)) is not None:
-                yield _path(where), f"the text {why}"
-        elif isinstance(item, _SKIP):
-            continue
-        elif isinstance(item, str):
-            if (why := values.string_problem(item)) is not None:
-                yield _path(where), f"the text {why}"
-        elif isinstance(item, int):
-            if (why := values.int_problem(item)) is not None:
-                yield _path(where), f"the number {why}"
-        elif isinstance(item, Mapping):
-            for key, sub in item.items():
+        children: Iterable[tuple[str | int, object]]
+        if kind is dict or (kind is not str and isinstance(item, Mapping)):
+            pairs: list[tuple[str | int, object]] = []
+            for key, sub in item.items():  # type: ignore[attr-defined]
                 if isinstance(key, str):
                     if not key.isascii() and (why := values.string_problem(key)) is not None:
                         yield _path(where), f"a key {why}"
@@ -74,29 +60,47 @@ def value_problems(root: object, prefix: str = "") -> Iterator[tuple[str, str]]:
                                              f"character U+{ord(bad.group()):04X}; keys "
                                              "must be printable")
                         continue
-                if type(sub) is str:  # the common leaf, checked without a visit
-                    if not sub.isascii() and (why := values.string_problem(sub)) is not None:
-                        yield _path((where, str(key))), f"the text {why}"
-                elif not isinstance(sub, _SKIP):
-                    stack.append((sub, (where, str(key)), level + 1))
-        elif isinstance(item, list | tuple):
-            for i, sub in enumerate(item):
-                if type(sub) is str:
-                    if not sub.isascii() and (why := values.string_problem(sub)) is not None:
-                        yield _path((where, i)), f"the text {why}"
-                elif not isinstance(sub, _SKIP):
-                    stack.append((sub, (where, i), level + 1))
+                pairs.append((str(key), sub))
+            children = pairs
+        elif kind is tuple or kind is list or isinstance(item, list | tuple):
+            children = enumerate(item)  # type: ignore[arg-type]
         elif dataclasses.is_dataclass(item) and not isinstance(item, type):
             names = _FIELDS.get(kind)
             if names is None:
                 names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(item))
-            for name in names:
-                sub = getattr(item, name)
-                if type(sub) is str:
-                    if not sub.isascii() and (why := values.string_problem(sub)) is not None:
-                        yield _path((where, name)), f"the text {why}"
-                elif not isinstance(sub, _SKIP):
-                    stack.append((sub, (where, name), level + 1))
+            children = [(name, getattr(item, name)) for name in names]
+        else:
+            seen += 1
+            yield from _leaf(item, where)
+            continue
+        for key, sub in children:
+            seen += 1
+            if seen > MAX_ITEMS:
+                yield _path(where), "the definition is too large"
+                return
+            t = type(sub)
+            if t is str:
+                text: str = sub  # type: ignore[assignment]
+                if not text.isascii() and (why := values.string_problem(text)) is not None:
+                    yield _path((where, key)), f"the text {why}"
+            elif t is int:
+                number: int = sub  # type: ignore[assignment]
+                if (why := values.int_problem(number)) is not None:
+                    yield _path((where, key)), f"the number {why}"
+            elif sub is None or t is bool or t is float:
+                continue
+            else:
+                stack.append((sub, (where, key), level + 1))
+
+
+def _leaf(item: object, where: Where) -> Iterator[tuple[str, str]]:
+    """Problems of a value that holds no other values (subclasses of str and int too)."""
+    if isinstance(item, str):
+        if (why := values.string_problem(item)) is not None:
+            yield _path(where), f"the text {why}"
+    elif isinstance(item, int) and not isinstance(item, bool):
+        if (why := values.int_problem(item)) is not None:
+            yield _path(where), f"the number {why}"
 
 
 def _path(where: Where) -> str:
