@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from dagq.core import engine
 from dagq.core.engine import Completion, WorkflowState, dumps, loads
 from dagq.core.engine.journal import encode_write, mark_stored
-from dagq.core.engine.peek import peek
+from dagq.core.engine.peek import Facts, peek
 from dagq.core.model import DepPolicy, TaskDef, WorkflowDef
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -154,6 +154,7 @@ class Driver:
         self.merges = {t.name for t in case.defn.tasks if t.merge}
         self.state = engine.create(case.defn, "p", 0.0)
         self.stored = dumps(self.state)  # as the store holds it: a snapshot, then deltas
+        self.facts: Facts | None = None
         self.now = 0.0
         self.inflight: list[tuple[str, int]] = []
         self.delivered: list[Completion] = []
@@ -185,6 +186,11 @@ class Driver:
         facts = peek(self.stored)  # what a worker reads before starting an attempt
         assert (facts.status, facts.attempt, facts.releases, facts.stopping) == (
             bytes(s.st), s.attempt, s.releases, {i for i, f in enumerate(s.stopping) if f})
+        if self.facts is not None:  # a re-read replays only what was appended since
+            again = peek(self.stored, self.facts)
+            assert (again.status, again.attempt, again.releases, again.stopping) == (
+                facts.status, facts.attempt, facts.releases, facts.stopping)
+        self.facts = facts
 
     def check(self, fx: engine.Effects) -> None:
         s = self.state

@@ -98,9 +98,9 @@ def _leaf(item: object, where: Where) -> Iterator[tuple[str, str]]:
     if isinstance(item, str):
         if (why := values.string_problem(item)) is not None:
             yield _path(where), f"the text {why}"
-    elif isinstance(item, int) and not isinstance(item, bool):
-        if (why := values.int_problem(item)) is not None:
-            yield _path(where), f"the number {why}"
+    elif (isinstance(item, int) and not isinstance(item, bool)
+          and (why := values.int_problem(item)) is not None):
+        yield _path(where), f"the number {why}"
 
 
 def _path(where: Where) -> str:

@@ -63,7 +63,8 @@ class Admission:
         read_at = self.clock()  # trust starts when the read starts
         try:
             data, _ = self.states.read(workflow_id)
-            state: Facts | None = peek(data)  # the few columns it needs, not a full state
+            # the few columns it needs, not a full state; only new deltas after a first read
+            state: Facts | None = peek(data, hit[1] if hit is not None else None)
         except NotFound:
             state = None
         self.reads += 1
