@@ -35,7 +35,8 @@ _LIST_FIRST = (
 )
 _LIST_NEXT = _LIST_FIRST.replace("id >= ?", "id > ?")
 _READ = (
-    "SELECT 0, version, data FROM states WHERE id = ?1 "
+    "SELECT 0, v.version, s.data FROM states s JOIN state_versions v ON v.id = s.id "
+    "WHERE s.id = ?1 "
     "UNION ALL SELECT seq, NULL, data FROM state_journal WHERE id = ?1 ORDER BY 1"
 )
 
@@ -74,6 +75,8 @@ class SqliteStates:
             with self._db.write() as c:
                 c.execute("INSERT INTO states (id, data, version) VALUES (?, ?, 1)",
                           (workflow_id, data))
+                c.execute("INSERT OR REPLACE INTO state_versions (id, version) VALUES (?, 1)",
+                          (workflow_id,))
                 c.execute("DELETE FROM state_journal WHERE id = ?", (workflow_id,))
         except sqlite3.IntegrityError:
             raise AlreadyExists(
@@ -101,15 +104,18 @@ class SqliteStates:
     def _bump(self, c: sqlite3.Connection, workflow_id: str, etag: str,
               data: bytes | None) -> str:
         """Inside a write transaction: advance the version if it is ``etag`` (and set the
-        snapshot to ``data`` unless ``None``), or raise."""
+        snapshot to ``data`` unless ``None``), or raise. The version has its own small
+        row, so a delta never rewrites the snapshot's row."""
         rows = c.execute(
-            "UPDATE states SET data = COALESCE(?, data), version = version + 1 "
-            "WHERE id = ? AND version = ? RETURNING version",
-            (data, workflow_id, _version(etag)),
+            "UPDATE state_versions SET version = version + 1 WHERE id = ? AND version = ? "
+            "RETURNING version", (workflow_id, _version(etag)),
         ).fetchall()
         if rows:
+            if data is not None:
+                c.execute("UPDATE states SET data = ? WHERE id = ?", (data, workflow_id))
             return str(rows[0][0])
-        current = c.execute("SELECT version FROM states WHERE id = ?", (workflow_id,)).fetchone()
+        current = c.execute("SELECT version FROM state_versions WHERE id = ?",
+                            (workflow_id,)).fetchone()
         if current is None:
             raise NotFound(f"no state for workflow {workflow_id!r} in {self._db.path}")
         raise PreconditionFailed(
@@ -134,6 +140,7 @@ class SqliteStates:
         self._stats.add("state.delete")
         with self._db.write() as c:
             c.execute("DELETE FROM states WHERE id = ?", (workflow_id,))
+            c.execute("DELETE FROM state_versions WHERE id = ?", (workflow_id,))
             c.execute("DELETE FROM state_journal WHERE id = ?", (workflow_id,))
 
 

@@ -72,6 +72,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             id TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL,
             PRIMARY KEY (id, seq)) WITHOUT ROWID""",
     ),
+    (  # version 3: each state's version in a row of its own. SQLite rewrites a whole row
+        # (a large blob's overflow pages included) on any UPDATE of it, so bumping the
+        # version next to the snapshot cost the snapshot's size on every write.
+        """CREATE TABLE IF NOT EXISTS state_versions (
+            id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID""",
+        "INSERT OR IGNORE INTO state_versions (id, version) SELECT id, version FROM states",
+    ),
 )
 """Schema as data: entry ``i`` upgrades a file from ``PRAGMA user_version`` i to i + 1.
 Statements are idempotent, so a half-applied upgrade is simply applied again."""
