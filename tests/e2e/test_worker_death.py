@@ -44,7 +44,8 @@ def test_kill_9_of_a_worker_leaves_no_task_process_and_the_attempt_runs_once_mor
     lease = {"DAGQ_VISIBILITY_TIMEOUT": "2"}
     first = dagq.worker("default", concurrency=1, env=lease)
     wf = dagq.submit(path)
-    pids = eventually(lambda: task_pids(wf, "long"), "the 30-s task to start")
+    # started = past its first command (the process alone may not have run a line yet)
+    pids = eventually(lambda: mark.exists() and task_pids(wf, "long"), "the 30-s task to start")
     first.kill()
     time.sleep(2)
     assert task_pids(wf, "long") == [], f"task process(es) {pids} outlived their worker"
