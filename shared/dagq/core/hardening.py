@@ -23,8 +23,9 @@ from dagq.core import values
 from dagq.core.rules import join_path
 from dagq.errors import Problem
 
-MAX_ITEMS = 1_000_000
-"""Most values walked in one definition."""
+MAX_ITEMS = 10_000_000
+"""Most values walked in one task (the sink of a million-task fan-in alone names a
+million dependencies)."""
 MAX_LEVELS = values.MAX_DEPTH + 8
 """Deepest level walked (a definition's own levels above its kwargs, plus their limit)."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
