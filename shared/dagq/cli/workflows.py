@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
-from dagq.cli.common import emit_json, handle_errors, open_client, store_option
+from dagq.cli.common import emit_json, handle_errors, open_client, settings_from, store_option
 from dagq.cli.params import param_option, with_params
 from dagq.cli.render import (
     duration_text,
@@ -62,8 +62,9 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
 @click.option("--id", "workflow_id", default=None, help="Workflow id (idempotent; one file only).")
 @click.option("--max-fan-in", type=click.IntRange(min=2), default=None,
               help="Restructure tasks with more dependencies than this into batches.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Submissions in flight at once.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None,
+              help="Submissions in flight at once [default: 20; 1 on the embedded store, "
+                   "whose single writer threads only slow down].")
 @param_option
 @click.option("--wait", "wait_", is_flag=True,
               help="Then wait for the workflows to end (exit codes of `dagq wait`).")
@@ -77,7 +78,7 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
 @click.pass_context
 @handle_errors
 def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
-           max_fan_in: int | None, concurrency: int, params: tuple[str, ...], wait_: bool,
+           max_fan_in: int | None, concurrency: int | None, params: tuple[str, ...], wait_: bool,
            watch_: bool, timeout_s: float | None, as_json: bool, store: str | None) -> None:
     """Submit workflow FILES (or paths read from stdin); print one id per line."""
     if wait_ and watch_:
@@ -105,6 +106,9 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
     if failed:
         sys.exit(1)
     client = open_client(ctx, store)
+    if concurrency is None:
+        remote = bool((ctx.find_root().params or {}).get("api"))
+        concurrency = 20 if remote or not settings_from(ctx, store).is_embedded else 1
     errors: list[str] = []
 
     def one(defn: Any) -> Submitted | None:
