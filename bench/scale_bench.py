@@ -69,7 +69,15 @@ def definition(shape: str, n: int, kind: str, name: str = "") -> dict[str, Any]:
                  task("sink", kind, mids)]
     else:
         tasks = [*(task(m, kind) for m in mids), task("sink", kind, mids)]
-    return {"name": name or f"{shape}-{n}", "tasks": tasks}
+    doc: dict[str, Any] = {"name": name or f"{shape}-{n}", "tasks": tasks}
+    if PARALLELISM:
+        doc["max_parallelism"] = PARALLELISM
+    return doc
+
+
+PARALLELISM = 0
+"""``--max-parallelism``: cap running tasks per workflow (0: none). On Azurite it keeps
+the task queue short: Azurite's receive scans the whole backlog."""
 
 
 def write(path: Path, doc: dict[str, Any]) -> Path:
@@ -184,6 +192,7 @@ def e2e(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
         done = int(c.get("completions", 0)) or total
         rows.append({
             "shape": args.shape, "kind": args.kind, "tasks": total,
+            "max_parallelism": PARALLELISM,
             "submit_s": round(submit_s, 2), "total_s": round(elapsed, 1),
             "tasks_per_s": round(total / elapsed, 1),
             "coordinator_rss_mb": figures["rss_mb"].get("coordinator"),
@@ -224,6 +233,7 @@ def coordinator(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
                 elapsed += time.perf_counter() - t0
             c = coord.stats.counts
         rows.append({"shape": args.shape, "tasks": n, "completions": applied,
+                     "max_parallelism": PARALLELISM,
                      "us_per_completion": round(elapsed / applied * 1e6, 1),
                      "completions_per_s": round(applied / elapsed),
                      "state_writes": c["writes"],
@@ -289,7 +299,10 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10000)
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--azurite", action="store_true")
+    parser.add_argument("--max-parallelism", type=int, default=0)
     args = parser.parse_args()
+    global PARALLELISM
+    PARALLELISM = args.max_parallelism
     tmp = Path(tempfile.mkdtemp(prefix="dagq-scale-"))
     azurite = None
     if args.azurite:
