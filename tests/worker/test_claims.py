@@ -160,3 +160,34 @@ def test_prune_removes_old_claims_only(backend: Backend) -> None:
     backend.records.put(PARTITION, "new/t/1", {"worker": "w", "at": 103_000.0})
     assert prune(backend.records, 104_000.0, keep_s=3600) == 1  # a new day: old/t/2 goes
     assert [k for k, _ in backend.records.list(PARTITION)] == ["new/t/1"]
+
+
+class _AppliedButFailed:
+    """Injected fault: the create-only write is applied, then reported as failed (a
+    response lost to a timeout), as a store under load can do."""
+
+    def __init__(self, inner: Records) -> None:
+        self.inner, self.armed = inner, True
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def put(self, *args: object, **kwargs: object) -> str:
+        etag = self.inner.put(*args, **kwargs)  # type: ignore[arg-type]
+        if self.armed:
+            self.armed = False
+            from dagq.errors import StoreUnavailable
+            raise StoreUnavailable("injected: the answer was lost after the write")
+        return etag
+
+
+def test_a_claim_the_store_applied_but_did_not_confirm_still_runs_here(
+        backend: Backend) -> None:
+    records = _AppliedButFailed(backend.records)
+    a = Claims(records, "h1:1:gpu", 1.0, INTERVAL, clock=Clock())  # type: ignore[arg-type]
+    assert a.claim(KEY, False, _open).action == "hide"  # the message comes back later
+    again = a.claim(KEY, False, _open)  # the claim found is this worker's own
+    assert again.action == "run", again
+    assert a.claim(KEY, False, _open).action == "drop"  # now it did run here
+    closed = Claims(records, "h1:1:gpu", 1.0, INTERVAL, clock=Clock())  # type: ignore[arg-type]
+    assert closed.claim(KEY, False, lambda: False).action == "drop"  # ended: not again

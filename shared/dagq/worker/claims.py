@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -54,6 +54,10 @@ PRUNED_KEY = "last"
 log = logging.getLogger("dagq.worker")
 
 Action = Literal["run", "hide", "drop"]
+
+
+MAX_GRANTED = 100_000
+"""Attempt keys a worker remembers having been granted (older ones: ask the state)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,10 @@ class Claims:
         self.clock = clock
         self._abandon: set[str] = set()
         self._lock = threading.Lock()
+        # keys this incarnation was told to run; a claim of ours on any other key was
+        # made by a create whose answer got lost (an SDK retry after a timeout, or an
+        # error after the store applied it): that attempt never ran here
+        self._granted: OrderedDict[str, None] = OrderedDict()
 
     # -- claiming ----------------------------------------------------------------------
     def claim(self, key: str, running_here: bool, still_open: Callable[[], bool],
@@ -95,6 +103,16 @@ class Claims:
 
     def _claim(self, key: str, running_here: bool, still_open: Callable[[], bool],
                wait: Callable[[float], bool] | None, confirmed: float | None) -> Verdict:
+        verdict = self._claim_once(key, running_here, still_open, wait, confirmed)
+        if verdict.action == "run":
+            with self._lock:
+                self._granted[key] = None
+                while len(self._granted) > MAX_GRANTED:
+                    self._granted.popitem(last=False)
+        return verdict
+
+    def _claim_once(self, key: str, running_here: bool, still_open: Callable[[], bool],
+                    wait: Callable[[float], bool] | None, confirmed: float | None) -> Verdict:
         now = self.clock()
         try:
             self.records.put(PARTITION, key, self._record(now), etag=NEW)
@@ -116,6 +134,10 @@ class Claims:
             if running_here:
                 return Verdict("hide", "a copy of an attempt this worker is running",
                                self._window())
+            with self._lock:
+                granted = key in self._granted
+            if not abandoned and not granted and still_open():
+                return Verdict("run", "claimed (the store had applied an earlier try)")
             if not abandoned:
                 return Verdict("drop", "this worker already finished the attempt")
             return self._take_over(key, etag, "this worker gave it back")
