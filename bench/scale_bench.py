@@ -75,6 +75,9 @@ def definition(shape: str, n: int, kind: str, name: str = "") -> dict[str, Any]:
     return doc
 
 
+VERBOSE = False
+"""``--verbose``: workers log at INFO (every claim decision), e.g. to trace a lost attempt."""
+
 PARALLELISM = 0
 """``--max-parallelism``: cap running tasks per workflow (0: none). On Azurite it keeps
 the task queue short: Azurite's receive scans the whole backlog."""
@@ -109,8 +112,10 @@ class Stack:
     def _spawn(self, args: list[str]) -> tuple[subprocess.Popen[bytes], Path]:
         log = self.tmp / f"{args[0]}-{time.monotonic_ns()}.log"  # a file: a pipe would fill
         with log.open("wb") as err:
-            proc = subprocess.Popen([DAGQ, *args], env=self.env, stdout=subprocess.DEVNULL,
-                                    stderr=err, start_new_session=True)
+            verbose = ["-v"] if VERBOSE and args[0] == "worker" else []
+            proc = subprocess.Popen([DAGQ, *verbose, *args], env=self.env,
+                                    stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True)
         return proc, log
 
     def submit(self, paths: list[Path], concurrency: int = 20) -> tuple[float, list[str]]:
@@ -300,9 +305,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--azurite", action="store_true")
     parser.add_argument("--max-parallelism", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
-    global PARALLELISM
-    PARALLELISM = args.max_parallelism
+    global PARALLELISM, VERBOSE
+    PARALLELISM, VERBOSE = args.max_parallelism, args.verbose
     tmp = Path(tempfile.mkdtemp(prefix="dagq-scale-"))
     azurite = None
     if args.azurite:

@@ -191,3 +191,66 @@ def test_a_claim_the_store_applied_but_did_not_confirm_still_runs_here(
     assert a.claim(KEY, False, _open).action == "drop"  # now it did run here
     closed = Claims(records, "h1:1:gpu", 1.0, INTERVAL, clock=Clock())  # type: ignore[arg-type]
     assert closed.claim(KEY, False, lambda: False).action == "drop"  # ended: not again
+
+
+class _Flaky(_AppliedButFailed):
+    """The create is applied but reported failed, and deletes fail until ``heal()``."""
+
+    def __init__(self, inner: Records) -> None:
+        super().__init__(inner)
+        self.down = True
+
+    def delete(self, *args: object, **kwargs: object) -> None:
+        if self.down:
+            from dagq.errors import StoreUnavailable
+            raise StoreUnavailable("injected: the store is unreachable")
+        self.inner.delete(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_claim_applied_behind_a_failed_answer_never_reads_as_finished_elsewhere(
+        backend: Backend) -> None:
+    # worker A's create is applied but answered with an error, so A does not run the
+    # attempt; worker B later finds A's claim while A is alive and heart-beating: B must
+    # not read it as "finished on A" and drop the only copy of the message
+    clock = Clock()
+    records = _Flaky(backend.records)
+    a = Claims(records, "h1:1:gpu", 1.0, INTERVAL, clock=clock)  # type: ignore[arg-type]
+    b = Claims(backend.records, "h2:2:gpu", 2.0, INTERVAL, clock=clock)
+    assert a.claim(KEY, False, _open).action == "hide"
+    assert a.pending() == [KEY]  # reported as running until its claim is gone
+    clock.now += 5
+    _beat(backend.records, a.worker_id, 1.0, clock.now, a.pending())  # what A's beat says
+    assert b.claim(KEY, False, _open).action == "hide"
+    records.down = False
+    a.retry()  # A's next heartbeat removes its claim
+    assert a.pending() == []
+    clock.now += 5
+    _beat(backend.records, a.worker_id, 1.0, clock.now, a.pending())
+    assert b.claim(KEY, False, _open).action == "run"
+
+
+def test_a_worker_that_cannot_announce_an_attempt_gives_its_claim_back(
+        backend: Backend, tmp_path: Path) -> None:
+    # the attempt is not started (its heartbeat write failed); a claim left behind would
+    # read as "finished here" to the next worker that receives the message
+    from dagq.client import WorkflowClient
+    from dagq.config import Settings
+    from dagq.core.model import TaskDef, WorkflowDef
+    from dagq.errors import NotFound
+    from dagq.runtime.coordinator import Coordinator
+    from dagq.worker.runtime import Worker
+
+    client = WorkflowClient(backend)
+    client.submit(WorkflowDef("one", (TaskDef("a", {"cmd": "true"}),)))
+    coordinator = Coordinator(backend, Settings(), children=client)
+    while coordinator.step():  # the submission's dispatch
+        pass
+    worker = Worker(backend, Settings(), "default", log_dir=tmp_path / "logs")
+    worker.heartbeat.beat = lambda running, stopped=False: False  # type: ignore[method-assign]
+    (msg,) = backend.queues.get("default").receive(1, 60)
+    worker._handle(msg)
+    assert worker.stats["succeeded"] == 0
+    key = next(iter(backend.records.list(PARTITION)), None)
+    assert key is None, f"claim left behind: {key}"
+    with pytest.raises(NotFound):
+        backend.records.get(PARTITION, msg.id)

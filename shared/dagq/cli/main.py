@@ -67,6 +67,8 @@ def cli(store: str | None, api: str | None, verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
+    if verbose < 2:  # the Azure SDK logs every request's headers at INFO: only with -vv
+        logging.getLogger("azure").setLevel(logging.WARNING)
     from dagq.plugins import load_kinds_from_env
 
     try:

@@ -99,6 +99,11 @@ class Claims:
         try:
             return self._claim(key, running_here, still_open, wait, None)
         except DagqError as exc:  # the store is unreachable: let the message come back
+            # a create that failed may still have been applied; until that claim is
+            # gone this worker lists the key as running, so another worker that finds
+            # it waits instead of reading it as finished here (and dropping it)
+            if not running_here:
+                self.give_back(key)
             return Verdict("hide", f"could not claim (store: {exc})", 0.0)
 
     def _claim(self, key: str, running_here: bool, still_open: Callable[[], bool],

@@ -239,6 +239,7 @@ class Worker:
             if not self._announce():
                 log.warning("not starting %s: the heartbeat could not be written; it will "
                             "be delivered again", task.key)
+                self.claims.give_back(task.key)
                 return
             verdict = self.gate.check(task)
             if verdict != "run":
