@@ -54,6 +54,11 @@ class StateStore(Protocol):
         ETag; raises ``NotFound``."""
         ...
 
+    def etag(self, workflow_id: str) -> str:
+        """The current ETag without the bytes (one small request: is a cached copy still
+        the stored state?); raises ``NotFound``."""
+        ...
+
     def create(self, workflow_id: str, data: bytes) -> str:
         """Create the blob only if absent; returns the ETag; raises ``AlreadyExists``."""
         ...

@@ -135,6 +135,19 @@ def test_replace_drops_the_appends(backend: Backend, snapshot: bytes) -> None:
     assert backend.states.read("wf-1") == (snapshot[::-1] + b"+d2", e4)
 
 
+@pytest.mark.parametrize("snapshot", [SMALL, LARGE], ids=["small", "large"])
+def test_etag_names_the_stored_version_without_reading_it(backend: Backend,
+                                                          snapshot: bytes) -> None:
+    e1 = backend.states.create("wf-1", snapshot)
+    assert backend.states.etag("wf-1") == e1
+    e2 = backend.states.append("wf-1", b"+d1", e1)
+    assert backend.states.etag("wf-1") == e2 == backend.states.read("wf-1")[1]
+    e3 = backend.states.replace("wf-1", snapshot, e2)
+    assert backend.states.etag("wf-1") == e3 != e2
+    with pytest.raises(NotFound):
+        backend.states.etag("nope")
+
+
 def test_append_of_a_missing_state_raises_not_found(backend: Backend) -> None:
     with pytest.raises(NotFound):
         backend.states.append("nope", b"x", "1")

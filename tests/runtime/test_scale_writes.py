@@ -94,3 +94,34 @@ def test_apply_concurrency_defaults_to_one_thread_on_the_embedded_store(
     assert Coordinator(backend, Settings(), children=client)._threads == 1
     azure = Settings(store="azure://acct/p")
     assert Coordinator(backend, azure, children=client)._threads == 8
+
+
+def test_the_sweep_rereads_a_cached_state_only_when_another_writer_changed_it(
+        backend: Backend) -> None:
+    client = WorkflowClient(backend)
+    wf = client.submit(fan(50)).id
+    coord = Coordinator(backend, Settings(batch_size=16), children=client)
+    while coord.step():  # dispatch the root
+        pass
+    tasks, completions = backend.queues.get("default"), backend.queues.get("completions")
+    (root,) = tasks.receive(1, 60)
+    t = decode_task(root.body)
+    completions.send(CompletionMessage(wf, t.task, t.attempt, True).encode())
+    while coord.step():
+        pass
+    coord.sweep(coord.clock())  # clears the sent outbox entries (a write)
+    assert wf in coord._cache
+    reads = backend.stats.counts.get("state.read", 0)
+    coord.sweep(coord.clock())
+    assert backend.stats.counts.get("state.read", 0) == reads  # the cached copy is current
+    assert backend.stats.counts.get("state.etag", 0) >= 1
+    # another coordinator applies a completion: the cached copy is stale now
+    other = Coordinator(backend, Settings(batch_size=16), children=client)
+    (mid,) = tasks.receive(1, 60)
+    m = decode_task(mid.body)
+    completions.send(CompletionMessage(wf, m.task, m.attempt, True).encode())
+    while other.step():
+        pass
+    coord.sweep(coord.clock())
+    assert backend.stats.counts.get("state.read", 0) > reads
+    assert coord._cache[wf].etag == backend.states.etag(wf)

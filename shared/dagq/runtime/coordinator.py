@@ -35,11 +35,12 @@ from dagq.protocol.messages import (
 from dagq.protocol.names import COMPLETIONS
 from dagq.protocol.outputs import fetch_verified
 from dagq.runtime import poison
-from dagq.runtime.cancels import cascade_cancel, finish_cancels
+from dagq.runtime.cancels import cascade_cancel
 from dagq.runtime.controls import apply_control, handoff_keys
 from dagq.runtime.dispatch import OutboxSender
 from dagq.runtime.report import Applied, CoordinatorStats
 from dagq.runtime.statewrite import write_state
+from dagq.runtime.sweep import sweep
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -197,19 +198,20 @@ class Coordinator:
                     released=item.released))
                 continue
             if batch:
-                effects.append(engine.apply(state, batch, now, resolve=self._resolve))
+                effects.append(engine.apply(state, batch, now, resolve=self.resolve))
                 batch = []
             self.stats.counts["controls"] += 1
             if item.applied:  # in the state already: decide what a retry reset
                 if item.action == "retry":
-                    effects.append(engine.resume(state, now, resolve=self._resolve))
+                    effects.append(engine.resume(state, now, resolve=self.resolve))
                 continue
             effects.append(apply_control(state, item, now))
         if batch:
-            effects.append(engine.apply(state, batch, now, resolve=self._resolve))
+            effects.append(engine.apply(state, batch, now, resolve=self.resolve))
         return effects
 
-    def _resolve(self, ref: OutputRef) -> Any:
+    def resolve(self, ref: OutputRef) -> Any:
+        """The value an output reference names (read and verified)."""
         return json.loads(fetch_verified(self.backend, ref))
 
     # -- the write protocol --------------------------------------------------------------
@@ -234,18 +236,22 @@ class Coordinator:
             before = set(state.outbox)
             effects = mutate(state)
             crash_point("after_apply")
-            mine = self._sent.get(workflow_id, set()) & set(state.outbox)
+            outbox = state.outbox
+            mine = {k for k in self._sent.get(workflow_id, ()) if k in outbox}
             engine.clear_outbox(state, mine)
             due = [e for e in engine.outbox_due(state, now, self.settings.outbox_grace)
                    if e.key in before]
             due += [e for k, e in state.outbox.items() if k in handoff and k in before
                     and k not in mine and e not in due]
-            if not mine and not due and set(state.outbox) == before and _noop(effects):
-                if from_cache:
-                    # another coordinator may have written since: "nothing to do" (and so
+            if not mine and not due and state.outbox.keys() == before and _noop(effects):
+                if from_cache and not self._still_stored(workflow_id, cached.etag):
+                    # another coordinator wrote since: "nothing to do" (and so
                     # acknowledging the messages) must be decided on the stored state
                     self.forget(workflow_id)
+                    del state, cached, effects  # let the stale copy go before the re-read
                     continue
+                if not from_cache:  # read and unchanged: keep it (the next look is cheap)
+                    self._remember(workflow_id, cached)
                 self._update_index(state, now)
                 for eff in effects:  # a batch of only duplicates changes nothing
                     self.stats.counts["duplicates"] += len(eff.ignored)
@@ -265,11 +271,8 @@ class Coordinator:
                 raise
             self.stats.counts["writes"] += 1
             self.stats.counts["state_bytes"] += written
+            self._remember(workflow_id, _Cached(state, etag))
             with self._lock:
-                self._cache[workflow_id] = _Cached(state, etag)
-                self._cache.move_to_end(workflow_id)
-                while len(self._cache) > CACHE_SIZE:
-                    self._cache.popitem(last=False)
                 self._sent[workflow_id] = self._sent.get(workflow_id, set()) - mine
             crash_point("after_write")
             self._send(state, [e for k, e in state.outbox.items() if k not in before], due)
@@ -335,6 +338,21 @@ class Coordinator:
             return None
         return _Cached(loads(data), etag)
 
+    def _remember(self, workflow_id: str, cached: _Cached) -> None:
+        with self._lock:
+            self._cache[workflow_id] = cached
+            self._cache.move_to_end(workflow_id)
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+
+    def _still_stored(self, workflow_id: str, etag: str) -> bool:
+        """True if the stored state is still the one cached under ``etag``: one small
+        request instead of reading and decoding the whole state again."""
+        try:
+            return self.backend.states.etag(workflow_id) == etag
+        except NotFound:
+            return False
+
     def forget(self, workflow_id: str) -> None:
         """Drop the cached state of ``workflow_id`` (it may be half-mutated)."""
         with self._lock:
@@ -360,37 +378,14 @@ class Coordinator:
 
     def sweep(self, now: float) -> None:
         """Finish cancels, start stale pending workflows, re-send lost dispatches and fail
-        tasks past their timeout."""
+        tasks past their timeout (``dagq.runtime.sweep``)."""
         self._last_sweep = now
-        index = self.backend.index
-        finish_cancels(self, now)
-        for row in index.query(status="pending"):
-            not_before = float(row.extra.get("not_before", 0) or 0)
-            if now - max(row.updated_at, not_before) < self.settings.stale_pending:
-                continue  # not stale yet (or a delayed child whose start is still due)
-            if not poison.stored(self, row.id):
-                log.warning("workflow %s was never stored (its submitter crashed): failing it",
-                            row.id)
-                index.update_progress(row.id, status="failed", counts=row.counts,
-                                      updated_at=now)
-                continue
-            log.info("starting stale pending workflow %s", row.id)
-            poison.guarded(self, row.id, lambda s: [engine.start(s, self.clock())])
-        grace = self.settings.outbox_grace
-        for row in index.query(status="running"):
-            with self._lock:
-                cached = row.id in self._cache
-            if not cached and now - row.updated_at < grace:
-                continue  # another coordinator is actively writing it
-            self._repair(row.id, now)
+        sweep(self, now)
 
-    def _repair(self, workflow_id: str, now: float) -> None:
-        """Re-send stale outbox entries, expire overdue tasks and decide tasks a retry
-        reset whose control message was lost (no write if none of these); a state that
-        cannot be updated fails its workflow instead of stopping the sweep."""
-        poison.guarded(self, workflow_id, lambda s: [
-            engine.expire(s, self.clock(), self.settings.timeout_grace),
-            engine.resume(s, self.clock(), resolve=self._resolve)])  # lost retry
+    def caches(self, workflow_id: str) -> bool:
+        """True if this coordinator holds ``workflow_id``'s state in its cache."""
+        with self._lock:
+            return workflow_id in self._cache
 
 
 def _noop(effects: list[engine.Effects]) -> bool:

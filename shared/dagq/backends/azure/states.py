@@ -69,6 +69,17 @@ class BlobStates:
             data = stream.readall()
             return data, str(stream.properties.etag)
 
+    def etag(self, workflow_id: str) -> str:
+        """The blob's current ETag (Get Blob Properties: headers only); raises
+        ``NotFound``."""
+        name = workflow_id + STATE_SUFFIX
+        with self._c.guard(f"reading the ETag of the state {self._c.describe(name)}"):
+            try:
+                props = self._c.client.get_blob_client(name).get_blob_properties()
+            except ResourceNotFoundError:
+                raise NotFound(f"no state for workflow {workflow_id!r}") from None
+            return str(props.etag)
+
     def create(self, workflow_id: str, data: bytes) -> str:
         """Create the state blob only if absent; returns its ETag; raises ``AlreadyExists``."""
         name = self._c.checked(workflow_id + STATE_SUFFIX)

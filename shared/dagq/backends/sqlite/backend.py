@@ -68,6 +68,15 @@ class SqliteStates:
             raise NotFound(f"no state for workflow {workflow_id!r} in {self._db.path}")
         return b"".join(bytes(r[2]) for r in rows), str(rows[0][1])
 
+    def etag(self, workflow_id: str) -> str:
+        """The current ETag (the version row alone); raises ``NotFound``."""
+        self._stats.add("state.etag")
+        row = self._db.execute("SELECT version FROM state_versions WHERE id = ?",
+                               (workflow_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no state for workflow {workflow_id!r} in {self._db.path}")
+        return str(row[0])
+
     def create(self, workflow_id: str, data: bytes) -> str:
         """Create the blob only if absent; returns the ETag; raises ``AlreadyExists``."""
         self._stats.add("state.create")

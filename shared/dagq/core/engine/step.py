@@ -59,7 +59,7 @@ class Step:
         self.g = state.graph
         self.now = now
         self.resolve = resolve
-        self.fx = Effects()
+        self.fx = Effects(names=self.g.names)
         self.todo: deque[int] = deque()
 
     # -- the one place statuses change -----------------------------------------------------
@@ -74,7 +74,7 @@ class Step:
         s.tally[old] -= 1
         s.tally[new] += 1
         g = self.g
-        self.fx.transitions.append((g.names[i], STATUS_NAMES[old], STATUS_NAMES[new]))
+        self.fx.moves.append(i << 8 | old << 4 | new)
         if old == RUNNING:
             del s.running_set[i]
         elif new == RUNNING:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from dagq.core.model import OutputRef
+from dagq.core.model import TASK_STATUSES, OutputRef
 
 OutboxKind = Literal["dispatch", "child", "notice"]
 
@@ -149,8 +151,12 @@ class Effects:
     """Notices to the parent workflow (also in the outbox)."""
     stop: list[tuple[str, int]] = field(default_factory=list)
     """Running ``(task, attempt)`` pairs to stop (cancel, timeout)."""
-    transitions: list[tuple[str, str, str]] = field(default_factory=list)
-    """Task status changes ``(task, old, new)`` in order."""
+    moves: array[int] = field(default_factory=lambda: array("q"))
+    """Task status changes in order, packed as ``index << 8 | old << 4 | new`` (status
+    codes index ``TASK_STATUSES``): a wide fan-out makes hundreds of thousands of them,
+    so they are kept as machine integers; ``transitions`` spells them out."""
+    names: Sequence[str] = ()
+    """Task names by index (to spell out ``moves``)."""
     ignored: list[tuple[Completion, str]] = field(default_factory=list)
     """Completions that changed nothing, with the reason (duplicate, stale, unknown)."""
     workflow_status: tuple[str, str] | None = None
@@ -160,10 +166,17 @@ class Effects:
     state_changed: bool = False
     """The state changed in a way not listed above (e.g. a cancel request was recorded)."""
 
+    @property
+    def transitions(self) -> list[tuple[str, str, str]]:
+        """Task status changes ``(task, old, new)`` in order."""
+        names = self.names
+        return [(names[m >> 8], TASK_STATUSES[(m >> 4) & 15], TASK_STATUSES[m & 15])
+                for m in self.moves]
+
     def changed(self) -> bool:
         """True if the call changed the state, so it must be written."""
         return bool(
-            self.state_changed or self.transitions or self.dispatched or self.children
+            self.state_changed or self.moves or self.dispatched or self.children
             or self.notices or self.stop or self.workflow_status is not None
         )
 
