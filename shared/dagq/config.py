@@ -57,6 +57,9 @@ class Settings:
     """``DAGQ_STALE_PENDING``: seconds before a never-started workflow is started by a sweep."""
     timeout_grace: float = 60.0
     """``DAGQ_TIMEOUT_GRACE``: extra seconds before the coordinator fails an overdue task."""
+    lost_message_after: float = 600.0
+    """``DAGQ_LOST_MESSAGE_AFTER``: seconds a dispatched attempt may wait unstarted while
+    its queue is empty before the sweep sends its message again (0: never)."""
     max_deliveries: int = 10
     """``DAGQ_MAX_DELIVERIES``: deliveries before a message is dead-lettered."""
     cancel_poll_interval: float = 2.0

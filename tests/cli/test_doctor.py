@@ -66,3 +66,24 @@ def test_doctor_without_the_right_to_read_queue_lengths_says_so_and_goes_on(
     assert result.exit_code == 0, result.output
     assert "SKIPPED queue lengths and the full queue list" in result.output
     assert "needs Manage" in result.output
+
+
+def test_doctor_flags_an_attempt_whose_task_message_is_gone(tmp_path: Path) -> None:
+    env = dict(os.environ, DAGQ_STORE=f"sqlite:{tmp_path / 'x.db'}",
+               DAGQ_VISIBILITY_TIMEOUT="0.2")
+    settings = Settings.from_env(env)
+    backend = backend_from_settings(settings)
+    wf_id = WorkflowClient(backend).submit(
+        WorkflowDef("gone", (TaskDef("a", {"cmd": "true"}),))).id
+    coord = Coordinator(backend, settings, children=WorkflowClient(backend))
+    while coord.step():
+        pass
+    coord.flush(time.time() + 60)  # the sent dispatch leaves the outbox
+    queue = backend.queues.get("default")
+    queue.delete_many(queue.receive(10, 60))  # the message is lost (e.g. a purged queue)
+    time.sleep(0.5)  # longer than twice the visibility timeout
+    out = subprocess.run([DAGQ, "doctor"], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert (f"task a of {wf_id} (attempt 1) waits for a task message that queue "
+            "'default' no longer holds") in out.stdout

@@ -16,7 +16,7 @@ from dagq.cli.common import handle_errors, settings_from, store_option
 from dagq.cli.deadletters import stalled
 from dagq.cli.render import print_table
 from dagq.client import WorkflowClient
-from dagq.errors import MissingRight
+from dagq.errors import DagqError, MissingRight
 from dagq.ports import Backend
 from dagq.protocol.names import COMPLETIONS
 from dagq.runtime.coordinator import Coordinator
@@ -24,7 +24,7 @@ from dagq.wiring import backend_from_settings
 from dagq.worker import liveness, proctree
 from dagq.worker.builtin import default_processors, load_processor
 from dagq.worker.eventlog import configure_events
-from dagq.worker.heartbeat import check_local, live_workers
+from dagq.worker.heartbeat import check_local, executing_keys, live_workers
 from dagq.worker.runtime import Worker
 
 
@@ -218,11 +218,27 @@ def doctor(ctx: click.Context, stale_pending: float, as_json: bool, store: str |
     from dagq.core import engine
     from dagq.core.engine import loads
 
+    executing = executing_keys(backend.records, now, settings.heartbeat_interval)
+    empty: dict[str, bool] = {}
     for row in backend.index.query(status="running"):
         try:
             state = loads(backend.states.read(row.id)[0])
         except Exception:  # doctor reports, never crashes
             continue
+        # a wait that no backlog and no worker explains: the message is gone
+        for d in engine.waiting_dispatches(state, now, 2 * settings.visibility_timeout):
+            if d.key in executing:
+                continue
+            if d.queue not in empty:
+                try:
+                    empty[d.queue] = backend.queues.get(d.queue).approximate_count() == 0
+                except DagqError:
+                    empty[d.queue] = False
+            if empty[d.queue]:
+                problem(f"task {d.task} of {row.id} (attempt {d.attempt}) waits for a task "
+                        f"message that queue {d.queue!r} no longer holds and no worker "
+                        "runs it: the coordinator's sweep sends it again after "
+                        "DAGQ_LOST_MESSAGE_AFTER")
         # a private copy: expiring it shows which attempts are overdue, nothing is written
         overdue = {t for t, old, _ in engine.expire(state, now).transitions if old == "running"}
         for task in sorted(overdue):

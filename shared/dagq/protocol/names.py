@@ -48,6 +48,12 @@ def task_message_id(dispatch_key: str) -> str:
     return bounded(dispatch_key)
 
 
+def resent_id(dispatch_key: str, at: float) -> str:
+    """Id of a copy of a lost task message sent again at ``at``: a fresh id, because
+    queues that drop repeated ids (Service Bus, the embedded store) would drop it."""
+    return bounded(f"{dispatch_key}/resent-{int(at)}")
+
+
 def done_id(dispatch_key: str) -> str:
     """Id of a worker's completion of one dispatch."""
     return bounded(f"{dispatch_key}/done")

@@ -73,6 +73,8 @@ class Coordinator:
         self.completions = backend.queues.get(COMPLETIONS)
         self.sender = OutboxSender(backend, children)
         self.stats = CoordinatorStats()
+        self.lost_resent: dict[str, float] = {}
+        """When the sweep last re-sent a lost task message, by dispatch key."""
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._sent: dict[str, set[str]] = {}
         self._unflushed: dict[str, float] = {}
@@ -381,6 +383,11 @@ class Coordinator:
         tasks past their timeout (``dagq.runtime.sweep``)."""
         self._last_sweep = now
         sweep(self, now)
+
+    def cached_states(self) -> list[WorkflowState]:
+        """The states this coordinator holds now (a copy of the list)."""
+        with self._lock:
+            return [c.state for c in self._cache.values()]
 
     def caches(self, workflow_id: str) -> bool:
         """True if this coordinator holds ``workflow_id``'s state in its cache."""

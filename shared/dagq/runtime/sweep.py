@@ -5,6 +5,14 @@ submitter stopped before starting them, and looks at every running workflow: re-
 outbox entries nobody cleared, fails tasks past their timeout and decides tasks a retry
 reset. A running workflow this coordinator has cached costs one small ETag request when
 nothing is to be done (its state is re-read only when another writer changed it).
+
+It also looks for task messages that were lost: an attempt dispatched more than
+``DAGQ_LOST_MESSAGE_AFTER`` seconds ago that no live worker reports, while its queue
+holds no message at all, can only be waiting for a message that no longer exists (a
+queue purged by hand, a message expired or dropped by the service). Its message is sent
+again under the same dispatch key (with a fresh message id, so that queues which drop
+repeated ids accept it); if the first copy was only slow, the claims protocol runs the
+attempt once and drops the other copy.
 """
 
 from __future__ import annotations
@@ -13,8 +21,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from dagq.core import engine
+from dagq.core.engine import Dispatch, WorkflowState
+from dagq.errors import DagqError
+from dagq.protocol import names
 from dagq.runtime import poison
 from dagq.runtime.cancels import finish_cancels
+from dagq.worker.heartbeat import executing_keys
 
 if TYPE_CHECKING:
     from dagq.runtime.coordinator import Coordinator
@@ -43,6 +55,7 @@ def sweep(coord: Coordinator, now: float) -> None:
         if not coord.caches(row.id) and now - row.updated_at < grace:
             continue  # another coordinator is actively writing it
         repair(coord, row.id)
+    resend_lost(coord, now)
 
 
 def repair(coord: Coordinator, workflow_id: str) -> None:
@@ -52,3 +65,45 @@ def repair(coord: Coordinator, workflow_id: str) -> None:
     poison.guarded(coord, workflow_id, lambda s: [
         engine.expire(s, coord.clock(), coord.settings.timeout_grace),
         engine.resume(s, coord.clock(), resolve=coord.resolve)])  # lost retry
+
+
+def resend_lost(coord: Coordinator, now: float) -> int:
+    """Send again the messages of attempts waiting unstarted past
+    ``DAGQ_LOST_MESSAGE_AFTER`` on an empty queue (cached workflows only: the sweep's
+    repair above caches every running one); how many were sent."""
+    after = coord.settings.lost_message_after
+    if after <= 0:
+        return 0
+    for key in [k for k, t in coord.lost_resent.items() if now - t >= 2 * after]:
+        del coord.lost_resent[key]
+    waiting: dict[str, list[tuple[WorkflowState, Dispatch]]] = {}
+    for state in coord.cached_states():
+        if state.is_terminal():
+            continue
+        for d in engine.waiting_dispatches(state, now, after):
+            if now - coord.lost_resent.get(d.key, float("-inf")) >= after:
+                waiting.setdefault(d.queue, []).append((state, d))
+    if not waiting:
+        return 0
+    sent = 0
+    try:
+        executing = executing_keys(coord.backend.records, now,
+                                   coord.settings.heartbeat_interval)
+        for queue, items in sorted(waiting.items()):
+            items = [(s, d) for s, d in items if d.key not in executing]
+            if not items or coord.backend.queues.get(queue).approximate_count() > 0:
+                continue  # a backlog can explain the wait
+            for state, d in items:
+                log.warning("re-sending the task message of %s: dispatched %.0fs ago, no "
+                            "worker has started it and queue %r holds no message (it was "
+                            "lost)", d.key, now - (state.dispatched_at[
+                                state.graph.index[d.task]] or now), queue)
+                coord.backend.queues.get(queue).send(
+                    coord.sender.task_message(state, d),
+                    message_id=names.resent_id(d.key, now))
+                coord.lost_resent[d.key] = now
+                coord.stats.counts["lost_resent"] += 1
+                sent += 1
+    except DagqError as exc:  # e.g. no right to read a queue's length: try next sweep
+        log.warning("could not look for lost task messages: %s", exc)
+    return sent

@@ -31,6 +31,7 @@ from dagq.core.engine.api import (
     retry,
     start,
     stopping_keys,
+    waiting_dispatches,
 )
 
 __all__ = [
@@ -59,4 +60,5 @@ __all__ = [
     "retry",
     "start",
     "stopping_keys",
+    "waiting_dispatches",
 ]

@@ -44,6 +44,7 @@ __all__ = [
     "ParentNotice", "TaskView", "WorkflowState", "apply", "attempt_key", "cancel",
     "cancel_unstarted", "child_workflow_id", "clear_outbox", "create", "dumps", "expire",
     "judge_attempt", "loads", "outbox_due", "resume", "retry", "start", "stopping_keys",
+    "waiting_dispatches",
 ]
 
 
@@ -235,6 +236,23 @@ def expire(state: WorkflowState, now: float, grace_s: float = 0.0,
 def outbox_due(state: WorkflowState, now: float, grace_s: float) -> list[OutboxEntry]:
     """Outbox entries written at least ``grace_s`` seconds before ``now`` (to re-send)."""
     return [e for e in state.outbox.values() if now - e.written_at >= grace_s]
+
+
+def waiting_dispatches(state: WorkflowState, now: float, after_s: float) -> list[Dispatch]:
+    """The queue messages of running attempts (child workflows excluded) that have been
+    visible for at least ``after_s`` seconds by ``now`` and whose dispatch is no longer in
+    the outbox: if no worker has started one and its queue holds nothing, its message
+    was lost and may be sent again (same key: claims make a copy harmless)."""
+    g, out = state.graph, []
+    for i in sorted(state.running_set):
+        at = state.dispatched_at[i]
+        if at is None or g.kind[i] == KIND_CHILD or now - at - state.delay_used[i] < after_s:
+            continue
+        key = attempt_key(state, g.names[i])
+        if key not in state.outbox:
+            out.append(Dispatch(key, g.names[i], state.attempt[i], g.queue[i], 0.0,
+                                g.timeout[i]))
+    return out
 
 
 def clear_outbox(state: WorkflowState, keys: Iterable[str]) -> None:
