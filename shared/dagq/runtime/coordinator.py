@@ -75,6 +75,8 @@ class Coordinator:
         self.stats = CoordinatorStats()
         self.lost_resent: dict[str, float] = {}
         """When the sweep last re-sent a lost task message, by dispatch key."""
+        self.lost_check_refused = False
+        """A queue refused to tell its length (said once in the log)."""
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._sent: dict[str, set[str]] = {}
         self._unflushed: dict[str, float] = {}

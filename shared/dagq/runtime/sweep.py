@@ -21,8 +21,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from dagq.core import engine
-from dagq.core.engine import Dispatch, WorkflowState
-from dagq.errors import DagqError
+from dagq.errors import DagqError, MissingRight
 from dagq.protocol import names
 from dagq.runtime import poison
 from dagq.runtime.cancels import finish_cancels
@@ -70,40 +69,53 @@ def repair(coord: Coordinator, workflow_id: str) -> None:
 def resend_lost(coord: Coordinator, now: float) -> int:
     """Send again the messages of attempts waiting unstarted past
     ``DAGQ_LOST_MESSAGE_AFTER`` on an empty queue (cached workflows only: the sweep's
-    repair above caches every running one); how many were sent."""
+    repair above caches every running one); how many were sent. Only queues found empty
+    are looked into, so a backlog costs one length request per queue and no scan."""
     after = coord.settings.lost_message_after
     if after <= 0:
         return 0
     for key in [k for k, t in coord.lost_resent.items() if now - t >= 2 * after]:
         del coord.lost_resent[key]
-    waiting: dict[str, list[tuple[WorkflowState, Dispatch]]] = {}
-    for state in coord.cached_states():
-        if state.is_terminal():
-            continue
-        for d in engine.waiting_dispatches(state, now, after):
-            if now - coord.lost_resent.get(d.key, float("-inf")) >= after:
-                waiting.setdefault(d.queue, []).append((state, d))
+    states = [s for s in coord.cached_states() if s.running_set and not s.is_terminal()]
+    empty = _empty_queues(coord, {q for s in states for q in s.graph.queue_names})
+    if not empty:
+        return 0
+    waiting = [(s, d) for s in states for d in engine.waiting_dispatches(s, now, after, empty)
+               if now - coord.lost_resent.get(d.key, float("-inf")) >= after]
     if not waiting:
         return 0
     sent = 0
     try:
         executing = executing_keys(coord.backend.records, now,
                                    coord.settings.heartbeat_interval)
-        for queue, items in sorted(waiting.items()):
-            items = [(s, d) for s, d in items if d.key not in executing]
-            if not items or coord.backend.queues.get(queue).approximate_count() > 0:
-                continue  # a backlog can explain the wait
-            for state, d in items:
-                log.warning("re-sending the task message of %s: dispatched %.0fs ago, no "
-                            "worker has started it and queue %r holds no message (it was "
-                            "lost)", d.key, now - (state.dispatched_at[
-                                state.graph.index[d.task]] or now), queue)
-                coord.backend.queues.get(queue).send(
-                    coord.sender.task_message(state, d),
-                    message_id=names.resent_id(d.key, now))
-                coord.lost_resent[d.key] = now
-                coord.stats.counts["lost_resent"] += 1
-                sent += 1
-    except DagqError as exc:  # e.g. no right to read a queue's length: try next sweep
-        log.warning("could not look for lost task messages: %s", exc)
+        for state, d in waiting:
+            if d.key in executing:
+                continue
+            at = state.dispatched_at[state.graph.index[d.task]] or now
+            log.warning("re-sending the task message of %s: dispatched %.0fs ago, no worker "
+                        "has started it and queue %r holds no message (it was lost)",
+                        d.key, now - at, d.queue)
+            coord.backend.queues.get(d.queue).send(coord.sender.task_message(state, d),
+                                                   message_id=names.resent_id(d.key, now))
+            coord.lost_resent[d.key] = now
+            coord.stats.counts["lost_resent"] += 1
+            sent += 1
+    except DagqError as exc:  # an outage: the next sweep looks again
+        log.warning("could not re-send lost task messages: %s", exc)
     return sent
+
+
+def _empty_queues(coord: Coordinator, queues: set[str]) -> set[str]:
+    """The queues among ``queues`` that hold no message at all (visible or not)."""
+    empty: set[str] = set()
+    for queue in sorted(queues):
+        try:
+            if coord.backend.queues.get(queue).approximate_count() == 0:
+                empty.add(queue)
+        except MissingRight as exc:  # Service Bus without Manage: say it once
+            if not coord.lost_check_refused:
+                coord.lost_check_refused = True
+                log.warning("not looking for lost task messages on queue %r: %s", queue, exc)
+        except DagqError as exc:
+            log.warning("could not read the length of queue %r: %s", queue, exc)
+    return empty

@@ -238,15 +238,19 @@ def outbox_due(state: WorkflowState, now: float, grace_s: float) -> list[OutboxE
     return [e for e in state.outbox.values() if now - e.written_at >= grace_s]
 
 
-def waiting_dispatches(state: WorkflowState, now: float, after_s: float) -> list[Dispatch]:
-    """The queue messages of running attempts (child workflows excluded) that have been
-    visible for at least ``after_s`` seconds by ``now`` and whose dispatch is no longer in
-    the outbox: if no worker has started one and its queue holds nothing, its message
-    was lost and may be sent again (same key: claims make a copy harmless)."""
+def waiting_dispatches(state: WorkflowState, now: float, after_s: float,
+                       queues: Container[str] | None = None) -> list[Dispatch]:
+    """The queue messages of running attempts (child workflows excluded; only those of
+    ``queues`` if given) that have been visible for at least ``after_s`` seconds by
+    ``now`` and whose dispatch is no longer in the outbox: if no worker has started one
+    and its queue holds nothing, its message was lost and may be sent again (same key:
+    claims make a copy harmless)."""
     g, out = state.graph, []
     for i in sorted(state.running_set):
         at = state.dispatched_at[i]
         if at is None or g.kind[i] == KIND_CHILD or now - at - state.delay_used[i] < after_s:
+            continue
+        if queues is not None and g.queue[i] not in queues:
             continue
         key = attempt_key(state, g.names[i])
         if key not in state.outbox:

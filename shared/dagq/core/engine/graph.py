@@ -31,7 +31,8 @@ class Graph:
 
     __slots__ = (
         "children", "condition", "delay", "deps", "index", "kind", "max_parallelism",
-        "n_sinks", "names", "need", "queue", "roots", "sink", "slack", "tasks", "timeout",
+        "n_sinks", "names", "need", "queue", "queue_names", "roots", "sink", "slack", "tasks",
+        "timeout",
     )
 
     def __init__(self, defn: WorkflowDef, *, check_cycles: bool = True) -> None:
@@ -83,6 +84,8 @@ class Graph:
         self.roots = tuple(i for i in range(n) if not self.deps[i])
         default_queue, default_timeout = defn.default_queue, defn.default_task_timeout_s
         self.queue: list[str] = [t.queue or default_queue for t in tasks]
+        self.queue_names: frozenset[str] = frozenset(self.queue)
+        """Every queue some task of the workflow is sent to."""
         self.timeout: list[float | None] = [
             t.timeout_s if t.timeout_s is not None else default_timeout for t in tasks]
         self.delay: list[float] = [float(t.delay_s) for t in tasks]
