@@ -60,3 +60,17 @@ def test_svg_is_well_formed_with_status_data_and_colours() -> None:
 def test_dot_names_every_edge() -> None:
     src = text.dot(layout(from_definition(diamond())))
     assert src.count(" -> ") == 4 and '"c \\"quoted\\"" -> "d"' in src
+
+
+def test_text_pictures_of_large_graphs_fold_wide_layers_by_default() -> None:
+    from dagq.graph.render import TEXT_ALL_UP_TO, render
+
+    def fan(n: int) -> WorkflowDef:
+        return WorkflowDef("f", (TaskDef("root"), *(TaskDef(f"t{i}", depends_on=("root",))
+                                                   for i in range(n))))
+
+    small = render(from_definition(fan(TEXT_ALL_UP_TO - 1)), "mermaid")
+    assert len(mermaid_edges(small)) == TEXT_ALL_UP_TO - 1  # every task drawn
+    large = render(from_definition(fan(5 * TEXT_ALL_UP_TO)), "mermaid")
+    assert len(large) < len(small)  # folded into a group box
+    assert len(render(from_definition(fan(5 * TEXT_ALL_UP_TO)), "dot", 10 ** 6)) > len(small)

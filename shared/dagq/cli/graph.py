@@ -21,7 +21,8 @@ from dagq.graph.render import FORMATS, render
 @click.option("--json", "as_json", is_flag=True,
               help="Print the graph model (same as --format json).")
 @click.option("--max-width", type=click.IntRange(min=2), default=None,
-              help="Fold layers with more tasks than this into one group box.")
+              help="Fold layers with more tasks than this into one group box (default: "
+                   "25 for SVG and for any graph of more than 1,000 tasks; else none).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of stdout.")
 @store_option

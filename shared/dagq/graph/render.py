@@ -10,12 +10,19 @@ FORMATS = ("mermaid", "dot", "svg")
 MEDIA_TYPES = {"mermaid": "text/plain", "dot": "text/vnd.graphviz", "svg": "image/svg+xml"}
 
 
+TEXT_ALL_UP_TO = 1000
+"""Text formats draw every task of a graph up to this size, and fold wider ones like SVG
+does (a picture of 100,000 nodes is read by nobody and takes minutes to render)."""
+
+
 def render(model: GraphModel, fmt: str, max_width: int | None = None) -> str:
-    """``model`` drawn in ``fmt``; layers wider than ``max_width`` are folded (SVG folds at
-    ``DEFAULT_MAX_WIDTH`` unless told otherwise, text formats keep every task)."""
+    """``model`` drawn in ``fmt``; layers wider than ``max_width`` are folded (by default
+    SVG folds at ``DEFAULT_MAX_WIDTH``; text formats keep every task of a graph of up to
+    ``TEXT_ALL_UP_TO`` tasks and fold larger ones the same way)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown picture format {fmt!r}; use one of {', '.join(FORMATS)}")
-    width = max_width or (DEFAULT_MAX_WIDTH if fmt == "svg" else 1 << 30)
+    small = len(model["tasks"]) <= TEXT_ALL_UP_TO
+    width = max_width or (1 << 30 if fmt != "svg" and small else DEFAULT_MAX_WIDTH)
     lay = layout(model, width)
     title = str(model.get("id") or model["name"])
     if fmt == "mermaid":
