@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dagq import attempts
+from dagq import attempts, task_rows
 from dagq.control import Control
 from dagq.core import engine
 from dagq.core.engine import WorkflowState, dumps, loads
@@ -38,12 +38,13 @@ from dagq.errors import (
     TaskError,
     WorkflowNotFound,
 )
-from dagq.observe import explanations, graph_of, task_phases
+from dagq.observe import explanations, gather_facts, graph_of
 from dagq.ports import Backend, IndexRow
 from dagq.protocol import names
 from dagq.protocol.messages import ControlAction, ControlMessage
 from dagq.protocol.outputs import fetch_verified
 from dagq.task_details import LogRead, attempt_finished, enrich
+from dagq.task_rows import TaskPage
 from dagq.tasklogs import read_log
 from dagq.waiting import poll_until_terminal
 from dagq.worker.dirsync import download_synced, list_synced, read_synced
@@ -249,27 +250,32 @@ class WorkflowClient:
 
     def tasks(
         self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
-        queue: str | None = None,
+        queue: str | None = None, offset: int = 0, limit: int | None = None,
     ) -> list[dict[str, Any]]:
         """The workflow's tasks (name, status, phase, queue, attempt, ...) matching the
-        filters; ``phase`` tells a queued or waiting ``running`` task from a started one."""
+        filters, in definition order, from ``offset`` and at most ``limit``; ``phase``
+        tells a queued or waiting ``running`` task from a started one."""
+        return self.task_page(workflow_id, prefix=prefix, status=status, queue=queue,
+                              offset=offset, limit=limit).rows
+
+    def task_page(
+        self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
+        queue: str | None = None, offset: int = 0, limit: int | None = None,
+        attention_first: bool = False,
+    ) -> TaskPage:
+        """A page of ``tasks`` with how many matched and the counts over every task;
+        with ``attention_first``, failed and running tasks come first when the page
+        cannot hold every match. Only the page's rows are built, so a page of a huge
+        workflow stays quick."""
         state = self.state(workflow_id)
-        phases = task_phases(self.backend, state, self.clock())
-        history = attempts.list_attempts(self.backend.records, workflow_id)
-        out = []
-        for view in state.iter_task_views():
-            if prefix and not view.name.startswith(prefix):
-                continue
-            if status and view.status != status:
-                continue
-            if queue and view.queue != queue:
-                continue
-            row = enrich({**task_summary(view), "phase": phases[view.name]}, state,
-                         history.get(view.name, []))
-            if state.graph.kind[state.graph.index[view.name]] == KIND_CHILD and view.attempt:
-                row["child"] = engine.child_workflow_id(workflow_id, view.name, view.attempt)
-            out.append(row)
-        return out
+        facts = gather_facts(self.backend, state, self.clock())
+        ids = task_rows.select(state, prefix=prefix, status=status, queue=queue)
+        if attention_first and limit is not None and offset + limit < len(ids):
+            ids = task_rows.attention_order(state, ids)
+        page = ids[offset:offset + limit if limit is not None else None]
+        shown, phases = task_rows.counts(state, facts)
+        return TaskPage(task_rows.rows(self.backend.records, state, page, facts), len(ids),
+                        shown, phases)
 
     def explain(self, workflow_id: str, task: str | None = None) -> list[dict[str, Any]]:
         """Why each task (or ``task``) is where it is (see ``dagq.core.explain``)."""
@@ -290,7 +296,7 @@ class WorkflowClient:
         except KeyError:
             raise TaskError(f"workflow {workflow_id!r} has no task {task!r}") from None
         history = attempts.list_attempts(self.backend.records, workflow_id, task)
-        row = enrich(task_summary(view), state, history.get(task, []))
+        row = enrich(task_rows.summary(view), state, history.get(task, []))
         if state.graph.kind[state.graph.index[task]] == KIND_CHILD and view.attempt:
             row["child"] = engine.child_workflow_id(workflow_id, task, view.attempt)
         return row
@@ -361,14 +367,3 @@ def row_summary(row: IndexRow) -> dict[str, Any]:
     if row.extra:
         out["extra"] = row.extra
     return out
-
-
-def task_summary(view: Any) -> dict[str, Any]:
-    """A JSON-ready summary of one task view."""
-    return {
-        "name": view.name, "status": view.status, "queue": view.queue,
-        "attempt": view.attempt, "error": view.error, "note": view.note,
-        "dispatched_at": view.dispatched_at, "finished_at": view.finished_at,
-        "due_at": view.due_at,
-        "has_output": view.output is not None or view.output_ref is not None,
-    }

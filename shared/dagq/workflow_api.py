@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from dagq.client import Submitted
 from dagq.core.model import WorkflowDef
 from dagq.task_details import LogRead
+from dagq.task_rows import TaskPage
 
 
 class WorkflowAPI(Protocol):
@@ -60,8 +61,15 @@ class WorkflowAPI(Protocol):
         ...
 
     def tasks(self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
-              queue: str | None = None) -> list[dict[str, Any]]:
-        """Task summaries matching the filters."""
+              queue: str | None = None, offset: int = 0,
+              limit: int | None = None) -> list[dict[str, Any]]:
+        """Task summaries matching the filters (from ``offset``, at most ``limit``)."""
+        ...
+
+    def task_page(self, workflow_id: str, *, prefix: str | None = None,
+                  status: str | None = None, queue: str | None = None, offset: int = 0,
+                  limit: int | None = None, attention_first: bool = False) -> TaskPage:
+        """A page of task summaries, how many matched and the counts over every task."""
         ...
 
     def output(self, workflow_id: str, task: str) -> Any:

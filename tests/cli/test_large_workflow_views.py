@@ -35,3 +35,30 @@ def test_status_shows_a_bounded_page_and_says_how_to_see_the_rest(tmp_path: Path
     names = [t["name"] for t in json.loads(run(env, "tasks", "--workflow", "w", "--offset",
                                                "10", "--limit", "3", "--json"))]
     assert names == ["t010", "t011", "t012"]
+
+
+def test_a_page_builds_only_its_rows_and_counts_every_task(tmp_path: Path) -> None:
+    from dagq.core import engine
+    from dagq.core.engine.state import WorkflowState
+
+    backend = open_backend(f"sqlite:{tmp_path / 'x.db'}")
+    client = WorkflowClient(backend)
+    tasks = (TaskDef("root", {"cmd": "true"}),
+             *(TaskDef(f"t{i}", {"cmd": "true"}, ("root",)) for i in range(2000)))
+    wf = client.submit(WorkflowDef("wide", tasks)).id
+    built: list[str] = []
+    view = WorkflowState.task_view
+
+    def counting(self: WorkflowState, name: str) -> engine.TaskView:
+        built.append(name)
+        return view(self, name)
+
+    WorkflowState.task_view = counting  # type: ignore[method-assign]
+    try:
+        page = client.task_page(wf, offset=100, limit=7)
+    finally:
+        WorkflowState.task_view = view  # type: ignore[method-assign]
+    assert [r["name"] for r in page.rows] == [f"t{i}" for i in range(99, 106)]
+    assert built == [r["name"] for r in page.rows]  # no row for the other 1,994 tasks
+    assert page.total == 2001 and page.counts == {"pending": 2001}
+    assert client.task_page(wf, status="pending", prefix="t19", limit=3).total == 111

@@ -66,6 +66,12 @@ def test_submit_then_status_and_tasks(fns: dict[str, Handler], backend: Backend)
     _, running = http(fns["list_tasks"], "GET", "", route={"id": wf},
                       params={"status": "running", "prefix": "a"})
     assert [t["name"] for t in running["tasks"]] == ["a"]
+    _, page = http(fns["list_tasks"], "GET", "", route={"id": wf},
+                   params={"offset": "1", "limit": "2", "order": "attention"})
+    assert [t["name"] for t in page["tasks"]] == ["b", "c"]  # a (running) came first
+    assert page["total"] == 4 and page["counts"] == {"queued": 1, "pending": 3}
+    bad, _ = http(fns["list_tasks"], "GET", "", route={"id": wf}, params={"limit": "-1"})
+    assert bad == 400
 
 
 def test_json_body_and_plain_text(fns: dict[str, Handler]) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dagq.task_rows import TaskPage
+
 STATUS_COLOURS = {
     "completed": "green", "running": "cyan", "ready": "blue", "pending": "white",
     "failed": "red", "upstream_failed": "magenta", "skipped": "yellow", "cancelled": "bright_black",
@@ -115,19 +117,14 @@ def shown_counts(tasks: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-ATTENTION = ("failed", "upstream_failed", "cancelled", "running", "ready", "pending",
-             "skipped", "completed")
-"""The order ``dagq status`` shows tasks in when it cannot show them all."""
-
-
-def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]],
-                 limit: int | None = None) -> None:
-    """Workflow header, counts and a task table (at most ``limit`` rows: those that need
-    attention first, then a line saying how to see the rest)."""
+def print_status(summary: dict[str, Any], page: TaskPage) -> None:
+    """Workflow header, counts and a page of tasks (chosen by ``task_page``: those that
+    need attention first when not all are shown), then a line saying how to see the
+    rest."""
     out = Console()
     colour = STATUS_COLOURS.get(summary["status"], "white")
     out.print(f"[bold]{summary['id']}[/]  {summary['name']}  [{colour}]{summary['status']}[/]")
-    out.print(counts_text(shown_counts(tasks) if tasks else summary["counts"]))
+    out.print(counts_text(page.counts if page.total else summary["counts"]))
     if summary.get("parent_id"):
         out.print(f"child of {summary['parent_id']} (task {summary['parent_task']})")
     children = summary.get("children") or []
@@ -139,14 +136,12 @@ def print_status(summary: dict[str, Any], tasks: list[dict[str, Any]],
             ccol = STATUS_COLOURS.get(c["status"], "white")
             out.print(f"{indent}└─ {c['id']} (task {c.get('parent_task')}) "
                       f"[{ccol}]{c['status']}[/] {counts_text(c['counts'])}", soft_wrap=True)
-    if limit is None or len(tasks) <= limit:
-        print_tasks(tasks)
-        return
-    rank = {status: k for k, status in enumerate(ATTENTION)}
-    print_tasks(sorted(tasks, key=lambda t: rank.get(t["status"], 0))[:limit])
-    out.print(f"... and {len(tasks) - limit:,} more tasks (all of them: dagq tasks --workflow "
-              f"{summary['id']}; --status, --prefix, --limit and --offset select; "
-              "dagq status --limit 0 shows every task here)", soft_wrap=True)
+    print_tasks(page.rows)
+    if page.total > len(page.rows):
+        out.print(f"... and {page.total - len(page.rows):,} more tasks (all of them: dagq "
+                  f"tasks --workflow {summary['id']}; --status, --prefix, --limit and "
+                  "--offset select; dagq status --limit 0 shows every task here)",
+                  soft_wrap=True)
 
 
 def print_tasks(tasks: list[dict[str, Any]], now: float | None = None) -> None:

@@ -26,6 +26,7 @@ from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.errors import DagqError, DefinitionError, WorkflowFinished, WorkflowNotFound
+from dagq.task_rows import TaskPage
 
 EXIT_FINISHED = 3
 """Exit code of ``cancel``/``retry`` when the workflow already ended: nothing changed."""
@@ -160,16 +161,14 @@ def status(ctx: click.Context, workflow_id: str, limit: int, as_json: bool,
     client = open_client(ctx, store)
     summary = client.status(workflow_id)
     try:
-        rows = client.tasks(workflow_id)
+        page = client.task_page(workflow_id, limit=0 if as_json else limit or None,
+                                attention_first=bool(limit))
     except WorkflowNotFound:  # an index row whose state is not written yet
-        rows = []
+        page = TaskPage([], 0)
     if as_json:
-        phases: dict[str, int] = {}
-        for t in rows:
-            phases[t["phase"]] = phases.get(t["phase"], 0) + 1
-        emit_json({**summary, "phases": phases})
+        emit_json({**summary, "phases": page.phases})
         return
-    print_status(summary, rows, limit or None)
+    print_status(summary, page)
 
 
 @click.command(name="list")
@@ -217,8 +216,8 @@ def tasks(ctx: click.Context, workflow_id: str, prefix: str | None, status_: str
           store: str | None) -> None:
     """List a workflow's tasks, filtered by name prefix, status and queue; --offset and
     --limit page through them (in definition order)."""
-    rows = open_client(ctx, store).tasks(workflow_id, prefix=prefix, status=status_, queue=queue)
-    rows = rows[offset:offset + limit if limit is not None else None]
+    rows = open_client(ctx, store).tasks(workflow_id, prefix=prefix, status=status_, queue=queue,
+                                         offset=offset, limit=limit)
     if as_json:
         emit_json(rows)
         return

@@ -32,6 +32,7 @@ from dagq.errors import ConfigError, DefinitionError, Problem, StoreUnavailable,
 from dagq.remote.auth import ApiAuth, EntraToken, TokenSource, auth_from_env
 from dagq.remote.errors import raise_for_answer
 from dagq.task_details import LogRead
+from dagq.task_rows import TaskPage
 from dagq.waiting import is_terminal
 from dagq.worker.dirsync import write_files
 
@@ -197,11 +198,24 @@ class Client:
         return answer
 
     def tasks(self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
-              queue: str | None = None) -> list[dict[str, Any]]:
-        """The workflow's tasks (name, status, queue, attempt, ...) matching the filters."""
-        answer = self._json("GET", self._wf(workflow_id, "/tasks"),
-                            params={"prefix": prefix, "status": status, "queue": queue})
-        return list(answer["tasks"])
+              queue: str | None = None, offset: int = 0,
+              limit: int | None = None) -> list[dict[str, Any]]:
+        """The workflow's tasks (name, status, queue, attempt, ...) matching the filters,
+        from ``offset`` and at most ``limit``."""
+        return self.task_page(workflow_id, prefix=prefix, status=status, queue=queue,
+                              offset=offset, limit=limit).rows
+
+    def task_page(self, workflow_id: str, *, prefix: str | None = None,
+                  status: str | None = None, queue: str | None = None, offset: int = 0,
+                  limit: int | None = None, attention_first: bool = False) -> TaskPage:
+        """A page of ``tasks`` with how many matched and the counts over every task
+        (``GET .../tasks?offset=&limit=&order=``)."""
+        answer = self._json("GET", self._wf(workflow_id, "/tasks"), params={
+            "prefix": prefix, "status": status, "queue": queue, "offset": offset or None,
+            "limit": limit, "order": "attention" if attention_first else None})
+        rows = list(answer["tasks"])
+        return TaskPage(rows, int(answer.get("total", len(rows))),
+                        dict(answer.get("counts") or {}), dict(answer.get("phases") or {}))
 
     def output(self, workflow_id: str, task: str) -> Any:
         """The task's output (``None`` if it published none)."""

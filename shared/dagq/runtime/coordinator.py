@@ -73,10 +73,8 @@ class Coordinator:
         self.completions = backend.queues.get(COMPLETIONS)
         self.sender = OutboxSender(backend, children)
         self.stats = CoordinatorStats()
-        self.lost_resent: dict[str, float] = {}
-        """When the sweep last re-sent a lost task message, by dispatch key."""
-        self.lost_check_refused = False
-        """A queue refused to tell its length (said once in the log)."""
+        self.lost_resent: dict[str, float] = {}  # dispatch key: when the sweep re-sent it
+        self.lost_check_refused = False  # a queue refused to tell its length (said once)
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._sent: dict[str, set[str]] = {}
         self._unflushed: dict[str, float] = {}
