@@ -104,7 +104,10 @@ def cancel_kills_an_escaped_grandchild_with_default_settings(d: Dagq) -> None:
     grand = int(grandfile.read_text())
     assert pid_alive(grand)
     res = d.run("cancel", wf)
-    assert res.returncode == 0 and "being stopped" in res.stderr, res.stderr
+    # the worker polls every 2 s: on a slow store it may have stopped the task and the
+    # coordinator ended the workflow before `dagq cancel` reads the status back
+    assert res.returncode == 0 and ("being stopped" in res.stderr
+                                    or f"{wf} cancelled" in res.stderr), res.stderr
     summary = d.status(wf)  # the worker may have stopped the task already
     assert summary["status"] in ("running", "cancelled") and summary["cancel_requested"]
     assert d.wait_terminal(wf, DEADLINE_S)["status"] == "cancelled"
