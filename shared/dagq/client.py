@@ -256,24 +256,25 @@ class WorkflowClient:
         filters, in definition order, from ``offset`` and at most ``limit``; ``phase``
         tells a queued or waiting ``running`` task from a started one."""
         return self.task_page(workflow_id, prefix=prefix, status=status, queue=queue,
-                              offset=offset, limit=limit).rows
+                              offset=offset, limit=limit, counted=False).rows
 
     def task_page(
         self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
         queue: str | None = None, offset: int = 0, limit: int | None = None,
-        attention_first: bool = False,
+        attention_first: bool = False, counted: bool = True,
     ) -> TaskPage:
         """A page of ``tasks`` with how many matched and the counts over every task;
         with ``attention_first``, failed and running tasks come first when the page
-        cannot hold every match. Only the page's rows are built, so a page of a huge
-        workflow stays quick."""
+        cannot hold every match; ``counted=False`` leaves the counts out. Only the
+        page's rows are built, so a page of a huge workflow stays quick."""
         state = self.state(workflow_id)
         facts = gather_facts(self.backend, state, self.clock())
         ids = task_rows.select(state, prefix=prefix, status=status, queue=queue)
         if attention_first and limit is not None and offset + limit < len(ids):
             ids = task_rows.attention_order(state, ids)
         page = ids[offset:offset + limit if limit is not None else None]
-        shown, phases = task_rows.counts(state, facts)
+        # counts look at every running task: only for callers that show them
+        shown, phases = task_rows.counts(state, facts) if counted else ({}, {})
         return TaskPage(task_rows.rows(self.backend.records, state, page, facts), len(ids),
                         shown, phases)
 

@@ -95,8 +95,14 @@ def resend_lost(coord: Coordinator, now: float) -> int:
             log.warning("re-sending the task message of %s: dispatched %.0fs ago, no worker "
                         "has started it and queue %r holds no message (it was lost)",
                         d.key, now - at, d.queue)
-            coord.backend.queues.get(d.queue).send(coord.sender.task_message(state, d),
-                                                   message_id=names.resent_id(d.key, now))
+            try:
+                body = coord.sender.task_message(state, d)
+            except DagqError:
+                raise
+            except Exception as exc:  # it was built once; never let one stop the sweep
+                log.warning("could not rebuild the task message of %s: %s", d.key, exc)
+                continue
+            coord.backend.queues.get(d.queue).send(body, message_id=names.resent_id(d.key, now))
             coord.lost_resent[d.key] = now
             coord.stats.counts["lost_resent"] += 1
             sent += 1
