@@ -112,8 +112,9 @@ def json_args(args: Mapping[str, Any], where: str, task: str | None = None) -> d
 
 def is_finite_number(value: object) -> bool:
     """True for finite ints and floats (not booleans)."""
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value))
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _parameters(fn: Callable[..., Any]) -> Mapping[str, inspect.Parameter] | None:

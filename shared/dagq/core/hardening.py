@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from dagq.core import values
@@ -116,9 +116,9 @@ def _path(where: Where) -> str:
 
 
 def definition_problems(defn: Any, task_path: Callable[[int], str],
-                        prefix: str = "") -> list[Problem]:
+                        prefix: str = "", skip: Sequence[int] = b"") -> list[Problem]:
     """``value_problems`` of a whole definition: its own fields, then each task's (paths
-    of tasks from ``task_path(index)``)."""
+    of tasks from ``task_path(index)``); tasks flagged in ``skip`` are known clean."""
     found: list[Problem] = []
     for f in dataclasses.fields(defn):
         if f.name != "tasks":
@@ -126,6 +126,8 @@ def definition_problems(defn: Any, task_path: Callable[[int], str],
                       for w, m in value_problems(getattr(defn, f.name), prefix + f.name)]
     tasks = defn.tasks if isinstance(defn.tasks, list | tuple) else ()
     for i, task in enumerate(tasks):
+        if i < len(skip) and skip[i]:
+            continue
         name = getattr(task, "name", None)
         owner = name if isinstance(name, str) and values.string_problem(name) is None else None
         found += [Problem(m, task=owner, field=w)

@@ -42,10 +42,12 @@ _DIRSYNC = {
          }},
     ],
 }
+MAX_GPUS = 64
+"""Most GPUs one task may ask for (``kwargs.gpus``)."""
 _GPUS = {
     "description": "GPUs this task needs; the worker gives it that many free devices as "
                    "CUDA_VISIBLE_DEVICES (0: none). Unset: the worker's --gpus-per-task.",
-    "type": "integer", "minimum": 0, "maximum": 64,
+    "type": "integer", "minimum": 0, "maximum": MAX_GPUS,
 }
 
 

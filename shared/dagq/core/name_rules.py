@@ -8,7 +8,7 @@ write later (see :mod:`dagq.core.limits` for the numbers and their sources).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from dagq.core.limits import WORKFLOW_ID_MAX_CHARS, WORKFLOW_NAME_MAX_CHARS
 from dagq.core.model import TaskDef, WorkflowDef
@@ -43,14 +43,16 @@ def workflow_name_problem(name: object) -> str | None:
     return None
 
 
-def storage_name_problems(defn: WorkflowDef, prefix: str = "") -> Iterator[
-        tuple[str, Where, str | None]]:
-    """``(message, where, task name)`` for every name of ``defn`` that cannot be stored."""
+def storage_name_problems(defn: WorkflowDef, prefix: str = "",
+                          skip: Sequence[int] = b"") -> Iterator[tuple[str, Where, str | None]]:
+    """``(message, where, task name)`` for every name of ``defn`` that cannot be stored
+    (tasks flagged in ``skip`` are known to have a plain name)."""
     if (problem := workflow_name_problem(defn.name)) is not None:
         yield problem, prefix + "name", None
     tasks = defn.tasks if isinstance(defn.tasks, list | tuple) else ()
     for i, t in enumerate(tasks):
-        if not isinstance(t, TaskDef) or not isinstance(t.name, str) or t.merge is True:
+        if (i < len(skip) and skip[i]) or not isinstance(t, TaskDef) \
+                or not isinstance(t.name, str) or t.merge is True:
             continue
         problem = segment_problem(t.name, f"task name {t.name[:40]!r}")
         if problem is not None:

@@ -22,7 +22,7 @@ import difflib
 import json
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -126,8 +126,10 @@ def reference_problems(defn: WorkflowDef, kwargs: Mapping[str, Any]) -> Found:
                        + "}} for the literal text"), where
 
 
-def definition_problems(defn: WorkflowDef) -> Iterator[tuple[str, int | None, str]]:
-    """Every parameter problem of ``defn`` as ``(message, task index or None, field)``."""
+def definition_problems(defn: WorkflowDef, skip: Sequence[int] = b"") -> Iterator[
+        tuple[str, int | None, str]]:
+    """Every parameter problem of ``defn`` as ``(message, task index or None, field)``
+    (tasks flagged in ``skip`` are known to hold no ``{params.NAME}`` reference)."""
     for message, where in declaration_problems(defn.parameters):
         yield message, None, where
     if isinstance(defn.parameters, Mapping):
@@ -137,6 +139,8 @@ def definition_problems(defn: WorkflowDef) -> Iterator[tuple[str, int | None, st
         yield message, None, where
     tasks = defn.tasks if isinstance(defn.tasks, list | tuple) else ()
     for i, task in enumerate(tasks):
+        if i < len(skip) and skip[i]:
+            continue
         kwargs = getattr(task, "kwargs", None)
         if isinstance(kwargs, Mapping):
             for message, where in reference_problems(defn, kwargs):

@@ -36,6 +36,8 @@ def describe(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int) and not -10 ** 30 < value < 10 ** 30:
+        return f"an integer of {len(str(abs(value)))} digits"
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):

@@ -54,6 +54,29 @@ def workflow_problems(defn: WorkflowDef) -> Found:
                         "leave it unset for no limit"), "default_task_timeout_s"
 
 
+def dirsync_problems(value: object) -> Iterator[str]:
+    """Messages about ``kwargs.bg_dirsync_to``: a path, or ``{path, every_s, dest}``."""
+    spec = {"path": value} if isinstance(value, str) else value
+    if not isinstance(spec, Mapping):
+        yield ("kwargs.bg_dirsync_to must be a directory path or a mapping "
+               f"{{path, every_s, dest}}, got {describe(value)}")
+        return
+    unknown = sorted(set(spec) - {"path", "every_s", "dest"})
+    if unknown:
+        yield (f"kwargs.bg_dirsync_to has unknown key(s) {', '.join(unknown)}; "
+               "use path, every_s and dest")
+    path, every, dest = spec.get("path"), spec.get("every_s"), spec.get("dest")
+    if not isinstance(path, str) or not path.strip():
+        yield "kwargs.bg_dirsync_to needs a non-empty directory path"
+    if every is not None and (isinstance(every, bool) or not isinstance(every, int | float)
+                              or every <= 0):
+        yield f"kwargs.bg_dirsync_to.every_s must be seconds above 0, got {describe(every)}"
+    if dest is not None and (not isinstance(dest, str) or not dest.strip()
+                             or dest.startswith("/") or ".." in dest.split("/")):
+        yield (f"kwargs.bg_dirsync_to.dest must be a relative name like 'ckpt', got "
+               f"{describe(dest)}")
+
+
 def _glob_name(name: str) -> Found:
     bad = sorted({c for c in name if c in GLOB_IN_NAMES})
     if bad:
@@ -63,8 +86,9 @@ def _glob_name(name: str) -> Found:
 
 
 def _number(value: object) -> bool:
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value))
+    if isinstance(value, bool):
+        return False  # an int too large for a float is still finite: never math.isfinite it
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _too_long(what: str, value: object, limit: int, fix: str) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from dagq.core import hardening
 from dagq.core.condition import cached_condition
+from dagq.core.kinds import MAX_GPUS
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.name_rules import storage_name_problems
 from dagq.core.params import definition_problems
@@ -29,22 +30,19 @@ from dagq.core.rules import (
     queue_problem,
     task_name_problem,
 )
-from dagq.core.task_checks import task_problems, workflow_problems
+from dagq.core.simple_tasks import simple_tasks
+from dagq.core.task_checks import dirsync_problems, task_problems, workflow_problems
 from dagq.core.transforms import cycle_through, nested_problem, strongly_connected
 from dagq.errors import ConditionError, Problem
 
 MAX_SUBWORKFLOW_DEPTH = 16
-MAX_GPUS = 64
-"""Most GPUs one task may ask for (``kwargs.gpus``)."""
 """Deepest nesting of inline sub-workflow definitions."""
 _FACTORY_RE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+"""Shape of a sub-workflow factory: ``package.module:function``."""
 _RESULT_POLICIES = ("all_sinks_succeed", "all_tasks_succeed")
 Where = str | tuple[int, str]
 """A field path, or ``(task index, field)`` turned into a path only when needed."""
 _SUGGEST_LIMIT = 20  # unknown-dependency suggestions are O(tasks) each; cap them
-
-
-"""Shape of ``kwargs.call``: ``package.module:function``."""
 
 
 @dataclass
@@ -74,10 +72,12 @@ def validate(defn: WorkflowDef) -> list[Problem]:
 
 def check(defn: WorkflowDef, source: SourceMap, prefix: str = "", depth: int = 0) -> list[Problem]:
     """Problems of ``defn``; field paths start with ``prefix`` (used for sub-workflows)."""
-    checker = _Checker(defn, source, prefix, depth)
+    tasks = defn.tasks if isinstance(defn.tasks, list | tuple) else ()
+    checker = _Checker(defn, source, prefix, depth, simple_tasks(tasks))
     # values no part of dagq can carry are reported alone: the checks below assume text
     # encodes and numbers convert
-    unusable = hardening.definition_problems(defn, lambda i: checker.path(i, ""), prefix)
+    unusable = hardening.definition_problems(defn, lambda i: checker.path(i, ""), prefix,
+                                             checker.simple)
     problems = [hardening.printable(p) for p in unusable or checker.run()]
     if not problems and not prefix and not depth and isinstance(defn, WorkflowDef):
         _TRUSTED.append(weakref.ref(defn))
@@ -94,8 +94,11 @@ def _suggest(word: str, choices: Sequence[str]) -> str:
 
 
 class _Checker:
-    def __init__(self, defn: WorkflowDef, source: SourceMap, prefix: str, depth: int) -> None:
+    def __init__(self, defn: WorkflowDef, source: SourceMap, prefix: str, depth: int,
+                 simple: bytearray) -> None:
         self.defn = defn
+        self.simple = simple
+        """Flags of the tasks ``simple_tasks`` found valid on their own."""
         self.source = source
         self.prefix = prefix
         self.depth = depth
@@ -127,12 +130,14 @@ class _Checker:
         for i, t in enumerate(tasks):
             if not isinstance(t, TaskDef):
                 self.add(f"expected a TaskDef, got {describe(t)}", (i, ""))
+        simple = self.simple
         for i, t in good:
-            self.check_task(i, t)
+            if not simple[i]:
+                self.check_task(i, t)
         self.check_graph(good)
-        for message, where, task in storage_name_problems(self.defn, self.prefix):
+        for message, where, task in storage_name_problems(self.defn, self.prefix, simple):
             self.add(message, where, task)
-        for message, index, at in definition_problems(self.defn):
+        for message, index, at in definition_problems(self.defn, simple):
             self.add(message, (index, at) if index is not None else self.prefix + at,
                      getattr(tasks[index], "name", None) if index is not None else None)
         return self.problems
@@ -163,7 +168,7 @@ class _Checker:
 
     def number(self, value: object, where: Where, task: object, positive: bool) -> None:
         kind = type(value)
-        if (kind is int or kind is float) and math.isfinite(value) and (  # type: ignore[arg-type]
+        if (kind is int or (kind is float and math.isfinite(value))) and (  # type: ignore[arg-type]
                 value > 0 if positive else value >= 0):  # type: ignore[operator]
             return
         bound = "greater than 0" if positive else "0 or more"
@@ -242,7 +247,8 @@ class _Checker:
             self.add("give kwargs.cmd (a shell command) or kwargs.call (a Python function), "
                      "not both", (i, "kwargs"), name)
         if "bg_dirsync_to" in kwargs:
-            self.check_dirsync(i, kwargs["bg_dirsync_to"], name)
+            for message in dirsync_problems(kwargs["bg_dirsync_to"]):
+                self.add(message, (i, "kwargs.bg_dirsync_to"), name)
         for key, message in hardening.process_problems(kwargs):
             self.add(message, (i, key), name)
         gpus = kwargs.get("gpus")
@@ -254,29 +260,6 @@ class _Checker:
         if "call" in kwargs and args is not None and not isinstance(args, Mapping):
             self.add(f"kwargs.args must be a mapping of keyword arguments, got "
                      f"{describe(args)}", (i, "kwargs.args"), name)
-
-    def check_dirsync(self, i: int, value: object, name: str) -> None:
-        where = (i, "kwargs.bg_dirsync_to")
-        spec = {"path": value} if isinstance(value, str) else value
-        if not isinstance(spec, Mapping):
-            self.add("kwargs.bg_dirsync_to must be a directory path or a mapping "
-                     f"{{path, every_s, dest}}, got {describe(value)}", where, name)
-            return
-        unknown = sorted(set(spec) - {"path", "every_s", "dest"})
-        if unknown:
-            self.add(f"kwargs.bg_dirsync_to has unknown key(s) {', '.join(unknown)}; "
-                     "use path, every_s and dest", where, name)
-        path, every, dest = spec.get("path"), spec.get("every_s"), spec.get("dest")
-        if not isinstance(path, str) or not path.strip():
-            self.add("kwargs.bg_dirsync_to needs a non-empty directory path", where, name)
-        if every is not None and (isinstance(every, bool) or not isinstance(every, int | float)
-                                  or every <= 0):
-            self.add(f"kwargs.bg_dirsync_to.every_s must be seconds above 0, got "
-                     f"{describe(every)}", where, name)
-        if dest is not None and (not isinstance(dest, str) or not dest.strip()
-                                 or dest.startswith("/") or ".." in dest.split("/")):
-            self.add(f"kwargs.bg_dirsync_to.dest must be a relative name like 'ckpt', got "
-                     f"{describe(dest)}", where, name)
 
     def check_subworkflow(self, i: int, t: TaskDef) -> None:
         sub, name, where = t.workflow, t.name, (i, "workflow")
@@ -346,8 +329,9 @@ class _Checker:
                     self.add(f"depends on unknown task {dep!r}{self.suggest_task(dep, index)}",
                              where, t.name)
                 seen.add(dep)
-            self.check_policy(i, t, [d for d in deps if isinstance(d, str)],
-                              isinstance(t.depends_on, list | tuple))
+            if not self.simple[i]:
+                self.check_policy(i, t, [d for d in deps if isinstance(d, str)],
+                                  isinstance(t.depends_on, list | tuple))
         names = [t.name if isinstance(t, TaskDef) else "?" for t in self.defn.tasks]
         for component in strongly_connected(adjacency):
             start = min(component)
