@@ -38,6 +38,7 @@ from dagq.errors import (
     TaskError,
     WorkflowNotFound,
 )
+from dagq.gc_pause import paused
 from dagq.observe import explanations, gather_facts, graph_of
 from dagq.ports import Backend, IndexRow
 from dagq.protocol import names
@@ -106,6 +107,13 @@ class WorkflowClient:
         run parameters over the definition's own ``params``; declared defaults are
         filled in, and unknown, missing or ill-typed parameters are errors.
         """
+        with paused():
+            return self._submit(defn, workflow_id, max_fan_in, parent, extra, start_delay_s,
+                                params)
+
+    def _submit(self, defn: WorkflowDef, workflow_id: str | None, max_fan_in: int | None,
+                parent: engine.ParentLink | None, extra: dict[str, Any] | None,
+                start_delay_s: float, params: Mapping[str, Any] | None) -> Submitted:
         defn = apply_params(defn, params)
         problems = validate(defn)
         if problems:

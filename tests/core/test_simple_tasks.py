@@ -29,8 +29,10 @@ NAMES: list[Any] = ["t", "t.", ".t", "t.x", "t-1", "__merge_x", "a*b", "a[0]",
                     "x" * (MAX_NAME_LENGTH + 1), "t t", " t", "é",
                     "\ud800", "", 5, "a?b", "a/b", "a#b", "a\x01", "~t", "a", "..", "."]
 SECONDS: list[Any] = [0, 0.0, -0.0, -1, 1.5, MAX_DELAY_S, MAX_DELAY_S + 1, MAX_TIMEOUT_S,
-                      MAX_TIMEOUT_S + 0.5, math.nan, math.inf, True, "1", 10 ** 400, None]
+                      MAX_TIMEOUT_S + 0.5, math.nan, math.inf, True, False, "1", 10 ** 400, None]
 
+BOUNDARIES_RETRIES: list[Any] = [-1, True, False, 0.0, 1.0, 10 ** 14, 10 ** 15, 10 ** 20,
+                                  10 ** 4400, None]
 scalars = st.one_of(st.sampled_from(TEXTS), st.sampled_from([0, -1, 10 ** 15, 10 ** 4400, 1.5,
                                                               math.nan, True, None]))
 env = st.dictionaries(st.sampled_from(["A", "_B", "1A", "A=B", "", "a\x01", "é"]),
@@ -83,7 +85,7 @@ FIELDS: dict[str, tuple[st.SearchStrategy[Any], st.SearchStrategy[Any]]] = {
                    st.sampled_from(["none", "2", "", 0, 1, 2, 3, True, 1.0, None])),
     "condition": (st.just(None), st.sampled_from(["true", "inputs.a.ok", "(", 3])),
     "num_retries": (st.sampled_from([0, 3]),
-                    st.sampled_from([-1, True, 1.0, 10 ** 14, 10 ** 20, 10 ** 4400, None])),
+                    st.sampled_from(BOUNDARIES_RETRIES)),
     "retry_backoff_s": (st.sampled_from([0.0, 2]), st.sampled_from(SECONDS)),
     "retry_backoff_max_s": (st.sampled_from([600.0, 60]), st.sampled_from(SECONDS)),
     "timeout_s": (st.sampled_from([None, 30.0]), st.sampled_from(SECONDS)),
@@ -125,14 +127,14 @@ SETTINGS = settings(max_examples=1000, deadline=None,
 @given(task=tasks())
 def test_the_shortcut_reports_exactly_what_the_full_checks_report(
         task: TaskDef, monkeypatch: pytest.MonkeyPatch) -> None:
-    same_problems_either_way(task, monkeypatch)
+    event("simple" if same_problems_either_way(task, monkeypatch) else "checked in full")
 
 
 @SETTINGS
 @given(task=tasks(only="kwargs"))
 def test_the_shortcut_reports_what_the_full_checks_report_of_kwargs(
         task: TaskDef, monkeypatch: pytest.MonkeyPatch) -> None:
-    same_problems_either_way(task, monkeypatch)
+    event("simple" if same_problems_either_way(task, monkeypatch) else "checked in full")
 
 
 @SETTINGS
@@ -144,11 +146,31 @@ def test_the_shortcut_reports_what_the_full_checks_report_of_arguments_and_env(
     same_problems_either_way(TaskDef("s", {"cmd": cmd, "env": env}), monkeypatch)
 
 
-def same_problems_either_way(task: TaskDef, monkeypatch: pytest.MonkeyPatch) -> None:
+BOUNDARIES: dict[str, list[Any]] = {
+    "name": NAMES, "queue": ["GPU", "a" * 37, "", *RESERVED_QUEUES, 5, False],
+    "dep_policy": ["none", "", 0, 1, True, 1.0, None], "condition": ["true", 3],
+    "num_retries": BOUNDARIES_RETRIES,
+    "retry_backoff_s": SECONDS, "retry_backoff_max_s": SECONDS, "timeout_s": SECONDS,
+    "delay_s": SECONDS, "merge": [True, 0, None], "kind": ["shell", "bogus", "merge", 3],
+}
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    pytest.param(f, v, id=f"{f}-{k}") for f, values in BOUNDARIES.items()
+    for k, v in enumerate(values)])
+def test_each_boundary_value_alone_gets_the_same_problems(
+        field: str, value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = TaskDef(**{"name": "t", "kwargs": {"cmd": "true"}, field: value})
+    same_problems_either_way(task, monkeypatch)
+
+
+def same_problems_either_way(task: TaskDef, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Assert the problems of a workflow holding ``task`` are the same with the shortcut
+    and without; True when the task took it."""
     defn = workflow(task)
     with_shortcut = problems(defn, True, monkeypatch)
     assert with_shortcut == problems(defn, False, monkeypatch)
-    event("simple" if simple_tasks(defn.tasks)[2] else "checked in full")
+    return bool(simple_tasks(defn.tasks)[2])
 
 
 @settings(max_examples=300, deadline=None)

@@ -15,6 +15,7 @@ from typing import Literal
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.parse import load_definition
 from dagq.errors import DefinitionError, Problem
+from dagq.gc_pause import paused
 
 MAX_DEPTH = 8
 MAX_FILE_BYTES = 128 * 1024 * 1024
@@ -25,7 +26,8 @@ million-task workflow written as JSON is 50-80 MB."""
 def load_file(path: str | Path) -> WorkflowDef:
     """Parse and validate ``path`` and every child file it names; ``DefinitionError`` lists
     every problem."""
-    return _load(Path(path), ())
+    with paused():
+        return _load(Path(path), ())
 
 
 def _load(p: Path, stack: tuple[Path, ...]) -> WorkflowDef:

@@ -44,6 +44,7 @@ _NULL_MEANS_DEFAULT = {"description", "default_task_timeout_s", "max_parallelism
 _PLAIN_TASK_FIELDS = ("kwargs", "queue", "dep_policy", "condition", "num_retries",
                       "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "merge",
                       "kind")
+_PLAIN_FIELDS = frozenset(("name", "depends_on", *_PLAIN_TASK_FIELDS))
 _TASK_DEFAULTS = {f.name: f.default for f in fields(TaskDef) if f.default is not MISSING}
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -129,14 +130,27 @@ def _build(data: Mapping[Any, Any], prefix: str, depth: int,
         source.skip.add((-1, "tasks"))
         raw_tasks = []
     for i, item in enumerate(raw_tasks):
-        where = f"{prefix}tasks[{i}]"
         if not isinstance(item, Mapping):
             problems.append(Problem(f"each task must be a mapping with at least a name, got "
-                                    f"{describe(item)}", field=where))
+                                    f"{describe(item)}", field=f"{prefix}tasks[{i}]"))
             continue
         task_index.append(i)
-        tasks.append(_build_task(item, where, len(tasks), source, depth, problems))
+        tasks.append(_plain_task(item) or _build_task(item, f"{prefix}tasks[{i}]", len(tasks),
+                                                      source, depth, problems))
     return WorkflowDef(tasks=tuple(tasks), **args), source
+
+
+def _plain_task(item: Mapping[Any, Any]) -> TaskDef | None:
+    """The task of ``item`` when it has a name and only fields taken as they are (no
+    sub-workflow), else None for ``_build_task``: one set test instead of one per field."""
+    if type(item) is not dict or "name" not in item or not _PLAIN_FIELDS.issuperset(item):
+        return None
+    args = {k: v for k, v in item.items() if v is not None or k not in _NULL_MEANS_DEFAULT}
+    deps = args.get("depends_on")
+    if deps is not None:
+        args["depends_on"] = (deps,) if isinstance(deps, str) else (
+            tuple(deps) if isinstance(deps, list) else deps)
+    return TaskDef(**args)
 
 
 def _build_task(item: Mapping[Any, Any], where: str, index: int, source: SourceMap,

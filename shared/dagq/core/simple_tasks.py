@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import TypeGuard
 
 from dagq.core.kinds import FUNCTION, MAX_GPUS, SHELL, custom_kinds
@@ -39,6 +40,11 @@ _SMALL_INT = 10 ** 15
 _REFERENCE = "{params."
 _SHELL_KEYS = frozenset({"cmd", "cwd", "env", "gpus"})
 _FUNCTION_KEYS = frozenset({"call", "args", "cwd", "env", "gpus"})
+_TUNING = attrgetter("queue", "dep_policy", "num_retries", "retry_backoff_s",
+                     "retry_backoff_max_s", "timeout_s", "delay_s")
+_DEFAULTS = _TUNING(TaskDef(""))
+_DEFAULT_TYPES = tuple(map(type, _DEFAULTS))
+"""Types too: ``0 == 0.0 == False``, so equal values alone could hide a boolean."""
 assert set(SHELL.keys) >= _SHELL_KEYS and set(FUNCTION.keys) >= _FUNCTION_KEYS
 
 
@@ -76,6 +82,9 @@ def _fields_plain(t: TaskDef, queues: dict[object, bool]) -> bool:
                 return False
         except TypeError:
             return False
+    row = _TUNING(t)
+    if row == _DEFAULTS and tuple(map(type, row)) == _DEFAULT_TYPES:
+        return True  # the common case: every tuning field at its default, in two comparisons
     policy = t.dep_policy
     if type(policy) is str:
         if policy != "all" and policy != "any":

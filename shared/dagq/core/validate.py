@@ -309,8 +309,16 @@ class _Checker:
                          f"{self.path(first, '')}); task names must be unique",
                          (i, "name"), t.name)
         adjacency: list[list[int]] = [[] for _ in range(len(self.defn.tasks))]
+        ordered = True  # every dependency listed before its task: there can be no cycle
         for i, t in good:
             deps = t.depends_on if isinstance(t.depends_on, list | tuple) else ()
+            if self.simple[i]:  # all names: one lookup each, checked together
+                targets = [index.get(d) for d in deps]
+                if None not in targets and t.name not in deps and (
+                        len(deps) < 2 or len(set(deps)) == len(deps)):
+                    adjacency[i] = targets  # type: ignore[assignment]
+                    ordered = ordered and (not targets or max(targets) < i)  # type: ignore
+                    continue
             seen: set[str] = set()
             for k, dep in enumerate(deps):
                 if not isinstance(dep, str):
@@ -329,9 +337,12 @@ class _Checker:
                     self.add(f"depends on unknown task {dep!r}{self.suggest_task(dep, index)}",
                              where, t.name)
                 seen.add(dep)
+            ordered = ordered and all(target < i for target in adjacency[i])
             if not self.simple[i]:
                 self.check_policy(i, t, [d for d in deps if isinstance(d, str)],
                                   isinstance(t.depends_on, list | tuple))
+        if ordered:
+            return
         names = [t.name if isinstance(t, TaskDef) else "?" for t in self.defn.tasks]
         for component in strongly_connected(adjacency):
             start = min(component)

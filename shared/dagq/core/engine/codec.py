@@ -22,7 +22,7 @@ import json
 import zlib
 from typing import Any
 
-from dagq.core.engine.defcodec import def_from_json, def_to_json, dense, sparse
+from dagq.core.engine.defcodec import compact_json, def_from_json, def_to_json, dense, sparse
 from dagq.core.engine.graph import STATUS_NAMES, Graph
 from dagq.core.engine.state import WorkflowState
 from dagq.core.engine.types import ChildSubmit, Dispatch, OutboxEntry, ParentLink, ParentNotice
@@ -42,7 +42,7 @@ def encode_state(s: WorkflowState) -> bytes:
     encoded and compressed one column (and 1,000 outbox entries) at a time, so a large
     state is never held as one JSON text."""
     if s.def_blob is None:
-        text = json.dumps(def_to_json(s.definition), separators=(",", ":"), ensure_ascii=False)
+        text = compact_json(def_to_json(s.definition))
         s.def_blob = zlib.compress(text.encode(), 6)
     base = s.created_at
     index = s.graph.index
@@ -82,7 +82,7 @@ def encode_state(s: WorkflowState) -> bytes:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return compact_json(value)
 
 
 def decode_snapshot(data: bytes) -> tuple[WorkflowState, int]:
