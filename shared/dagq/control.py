@@ -41,7 +41,6 @@ from dagq.ports import Backend
 from dagq.protocol import names
 from dagq.protocol.cancels import ADMISSION_TTL_S, CANCELS
 from dagq.protocol.messages import ControlAction, ControlMessage
-from dagq.worker.heartbeat import executing_keys
 
 MAX_TRIES = 16
 
@@ -77,6 +76,8 @@ class Control:
         waiting = [s.workflow_id for s in states if engine.stopping_keys(s)]
         if settle and waiting:
             self.sleep(max(0.0, written + ADMISSION_TTL_S - time.monotonic()))
+            from dagq.worker.heartbeat import executing_keys  # the worker package: on use
+
             executing = executing_keys(self.backend.records, self.clock())
             for wf in waiting:
                 settled = self.settle(wf, executing)
@@ -117,6 +118,8 @@ class Control:
         if not waiting:
             return None
         if executing is None:
+            from dagq.worker.heartbeat import executing_keys  # the worker package: on use
+
             executing = executing_keys(self.backend.records, self.clock())
         if all(k in executing for k in waiting):
             return None

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from dagq.core import parse
 from dagq.core import validate as validate_module
 from dagq.core.kinds import TaskKind, registered_kind
 from dagq.core.model import TaskDef, WorkflowDef
@@ -215,3 +216,20 @@ def test_a_custom_kind_marker_among_the_keys_is_not_simple(
         found = problems(defn, True, monkeypatch)
         assert found and found == problems(defn, False, monkeypatch)
     assert list(simple_tasks([task])) == [1]
+
+
+items = st.dictionaries(
+    st.sampled_from(["name", "kwargs", "depends_on", "queue", "timeout_s", "kind", "merge",
+                     "workflow", "params", "bogus"]),
+    st.one_of(st.none(), st.sampled_from(["a", "", 3, True, 1.5]), st.lists(st.sampled_from(
+        ["a", "b", 1]), max_size=2), st.just({"cmd": "true"})), max_size=5)
+
+
+@SETTINGS
+@given(item=items)
+def test_the_parser_shortcut_builds_the_task_the_full_builder_builds(item: dict[str, Any]) -> None:
+    quick = parse._plain_task(item)
+    if quick is not None:
+        problems: list[Problem] = []
+        full = parse._build_task(item, "tasks[0]", 0, validate_module.SourceMap(), 0, problems)
+        assert quick == full and not problems

@@ -97,6 +97,19 @@ def test_client_id_is_idempotent(fns: dict[str, Handler], backend: Backend) -> N
     assert [r.name for r in backend.index.query()] == ["diamond"]
 
 
+def test_an_id_made_at_submit_is_idempotent_too(fns: dict[str, Handler],
+                                                backend: Backend) -> None:
+    submit = fns["submit_workflow"]
+    status, body = http(submit, "POST", "workflows", body=DIAMOND)
+    made = body["id"]
+    assert status == 201 and backend.index.get(made).definition_hash == ""  # not hashed
+    assert http(submit, "POST", "workflows", body=DIAMOND, params={"id": made}) == (
+        200, {"id": made, "created": False})  # the stored definition is hashed instead
+    other = DIAMOND.replace(b"name: diamond", b"name: other")
+    status, body = http(submit, "POST", "workflows", body=other, params={"id": made})
+    assert status == 409 and body["code"] == "id_conflict"
+
+
 @pytest.mark.parametrize(("body", "content_type", "params", "status", "code"), [
     (b"name: [unclosed\ntasks: []\n", "application/yaml", {}, 400, "invalid_definition"),
     (CYCLE, "application/yaml", {}, 400, "invalid_definition"),

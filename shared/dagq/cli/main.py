@@ -1,37 +1,31 @@
 """The ``dagq`` command: a short click group; commands live in sibling modules.
 
-Each command module lists its commands in ``COMMANDS``; this module registers them
-explicitly, so no command module imports this one.
+Each command module lists its commands in ``COMMANDS``. The group names them here and
+imports a module only when one of its commands is used (``--help`` imports them all), so
+``dagq submit`` does not load the web server, the graph renderer or the scheduler; no
+command module imports this one.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
 import click
 
-from dagq.cli import (
-    batch,
-    deadletters,
-    explain,
-    files,
-    follow,
-    graph,
-    logs,
-    retention,
-    run,
-    schedule,
-    schema,
-    serve,
-    services,
-    workflows,
-)
 from dagq.errors import DagqError
 
-COMMAND_MODULES = (batch, deadletters, explain, files, follow, graph, logs, retention, run,
-                   schedule, schema, serve, services, workflows)
-"""Modules whose ``COMMANDS`` make up ``dagq``."""
+COMMAND_MODULES: dict[str, str] = {
+    "batch-feed": "batch", "deadletters": "deadletters", "explain": "explain",
+    "files": "files", "wait": "follow", "watch": "follow", "graph": "graph", "logs": "logs",
+    "task": "logs", "prune": "retention", "run": "run", "schedule": "schedule",
+    "scheduler": "schedule", "schema": "schema", "serve": "serve",
+    "coordinator": "services", "worker": "services", "doctor": "services",
+    "validate": "workflows", "submit": "workflows", "status": "workflows", "list": "workflows",
+    "tasks": "workflows", "output": "workflows", "cancel": "workflows", "retry": "workflows",
+}
+"""Each ``dagq`` command and the module of ``dagq.cli`` that holds it."""
 
 
 USAGE_EXIT = 2
@@ -42,6 +36,18 @@ class DagqGroup(click.Group):
     """A group whose command list shows each command's first sentence whole."""
 
     group_class = type  # sub-groups (``dagq schedule``) list their commands the same way
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command, loaded or not."""
+        return sorted({*self.commands, *(COMMAND_MODULES if self is cli else ())})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command, importing its module the first time."""
+        if cmd_name not in self.commands and self is cli and cmd_name in COMMAND_MODULES:
+            module = importlib.import_module(f"dagq.cli.{COMMAND_MODULES[cmd_name]}")
+            for command in module.COMMANDS:
+                self.add_command(command)
+        return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Like click's, but without cutting a summary at the terminal width."""
@@ -76,11 +82,6 @@ def cli(store: str | None, api: str | None, verbose: int) -> None:
     except DagqError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-
-
-for _module in COMMAND_MODULES:
-    for _command in _module.COMMANDS:
-        cli.add_command(_command)
 
 
 def main() -> None:

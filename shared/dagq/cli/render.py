@@ -6,12 +6,12 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from dagq.task_rows import TaskPage
+
+if TYPE_CHECKING:  # rich is imported where it draws: most commands print plain lines
+    from rich.console import Console
 
 STATUS_COLOURS = {
     "completed": "green", "running": "cyan", "ready": "blue", "pending": "white",
@@ -22,6 +22,8 @@ STATUS_COLOURS = {
 
 def console() -> Console:
     """Stdout when it is a terminal, else stderr (keeps stdout clean for pipes)."""
+    from rich.console import Console
+
     return Console() if sys.stdout.isatty() else Console(stderr=True)
 
 
@@ -37,6 +39,9 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
             sys.stdout.write("\t".join(_plain(v) for v in row) + "\n")
         sys.stdout.flush()
         return
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False)
     for i, h in enumerate(headers):
         widest = max((len(_plain(r[i])) for r in rows if i < len(r)), default=0)
@@ -121,6 +126,8 @@ def print_status(summary: dict[str, Any], page: TaskPage) -> None:
     """Workflow header, counts and a page of tasks (chosen by ``task_page``: those that
     need attention first when not all are shown), then a line saying how to see the
     rest."""
+    from rich.console import Console
+
     out = Console()
     colour = STATUS_COLOURS.get(summary["status"], "white")
     out.print(f"[bold]{summary['id']}[/]  {summary['name']}  [{colour}]{summary['status']}[/]")
@@ -180,6 +187,7 @@ def progress_bar(total: int, label: str) -> Iterator[Callable[[], None]]:
     if total <= 1 or not sys.stderr.isatty():
         yield lambda: None
         return
+    from rich.console import Console
     from rich.progress import Progress
 
     with Progress(console=Console(stderr=True), transient=True) as progress:

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import MISSING, fields
+from operator import attrgetter
 from typing import Any, Literal
 
 import yaml
@@ -45,7 +46,14 @@ _PLAIN_TASK_FIELDS = ("kwargs", "queue", "dep_policy", "condition", "num_retries
                       "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "merge",
                       "kind")
 _PLAIN_FIELDS = frozenset(("name", "depends_on", *_PLAIN_TASK_FIELDS))
+_SHORT_FIELDS = frozenset(("name", "kwargs", "depends_on"))
+_NO_KWARGS: Any = object()
 _TASK_DEFAULTS = {f.name: f.default for f in fields(TaskDef) if f.default is not MISSING}
+_OPTIONAL = ("queue", "dep_policy", "condition", "num_retries", "retry_backoff_s",
+             "retry_backoff_max_s", "timeout_s", "delay_s", "kind")
+"""Task fields written by ``definition_to_dict`` only when they differ from the default."""
+_OPTIONAL_DEFAULTS = tuple(_TASK_DEFAULTS[key] for key in _OPTIONAL)
+_optional_of = attrgetter(*_OPTIONAL)
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -130,7 +138,7 @@ def _build(data: Mapping[Any, Any], prefix: str, depth: int,
         source.skip.add((-1, "tasks"))
         raw_tasks = []
     for i, item in enumerate(raw_tasks):
-        if not isinstance(item, Mapping):
+        if type(item) is not dict and not isinstance(item, Mapping):
             problems.append(Problem(f"each task must be a mapping with at least a name, got "
                                     f"{describe(item)}", field=f"{prefix}tasks[{i}]"))
             continue
@@ -143,7 +151,17 @@ def _build(data: Mapping[Any, Any], prefix: str, depth: int,
 def _plain_task(item: Mapping[Any, Any]) -> TaskDef | None:
     """The task of ``item`` when it has a name and only fields taken as they are (no
     sub-workflow), else None for ``_build_task``: one set test instead of one per field."""
-    if type(item) is not dict or "name" not in item or not _PLAIN_FIELDS.issuperset(item):
+    if type(item) is not dict or "name" not in item:
+        return None
+    if _SHORT_FIELDS.issuperset(item):  # most tasks: name, kwargs, depends_on
+        kwargs = item.get("kwargs", _NO_KWARGS)
+        deps = item.get("depends_on", ())
+        if type(deps) is list:
+            deps = tuple(deps)
+        elif type(deps) is str:
+            deps = (deps,)
+        return TaskDef(item["name"], {} if kwargs is _NO_KWARGS else kwargs, deps)
+    if not _PLAIN_FIELDS.issuperset(item):
         return None
     args = {k: v for k, v in item.items() if v is not None or k not in _NULL_MEANS_DEFAULT}
     deps = args.get("depends_on")
@@ -216,7 +234,8 @@ def definition_to_dict(defn: WorkflowDef, *, factories: bool = False) -> dict[st
     Raises ``ValueError`` for a sub-workflow given by a Python factory (it has no
     YAML/JSON form; call the factory first) unless ``factories`` is true, which writes
     ``workflow: {factory: "module:function"}`` (for hashing: the parser never accepts it,
-    so text submitted over HTTP cannot make the coordinator import code).
+    so text submitted over HTTP cannot make the coordinator import code). For hashing,
+    ``kwargs`` and ``depends_on`` are the task's own objects, to be encoded, not edited.
     """
     out: dict[str, Any] = {"name": defn.name}
     if defn.description is not None:
@@ -242,14 +261,14 @@ def _task_to_dict(task: TaskDef, factories: bool = False) -> dict[str, Any]:
     if task.merge:
         out["merge"] = True
     if task.kwargs:
-        out["kwargs"] = _plain(task.kwargs)
+        out["kwargs"] = task.kwargs if factories else _plain(task.kwargs)
     if task.depends_on:
-        out["depends_on"] = list(task.depends_on)
-    for key in ("queue", "dep_policy", "condition", "num_retries", "retry_backoff_s",
-                "retry_backoff_max_s", "timeout_s", "delay_s", "kind"):
-        value = getattr(task, key)
-        if value != _TASK_DEFAULTS[key]:
-            out[key] = _number(value)
+        out["depends_on"] = task.depends_on if factories else list(task.depends_on)
+    row = _optional_of(task)
+    if row != _OPTIONAL_DEFAULTS:  # the common case is one comparison, not nine
+        for key, value, default in zip(_OPTIONAL, row, _OPTIONAL_DEFAULTS, strict=True):
+            if value != default:
+                out[key] = _number(value)
     sub = task.workflow
     if sub is not None:
         if sub.factory is not None and factories:
@@ -289,8 +308,15 @@ def _plain(value: Any) -> Any:
 def canonical_json(defn: WorkflowDef) -> str:
     """Compact JSON of :func:`definition_to_dict` with sorted keys (stable across runs)."""
     return json.dumps(definition_to_dict(defn, factories=True), sort_keys=True,
-                      separators=(",", ":"),
-                      ensure_ascii=False, allow_nan=False)
+                      separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                      default=_as_dict)
+
+
+def _as_dict(value: object) -> dict[Any, Any]:
+    """A mapping that is not a dict, for the JSON encoder (which encodes only dicts)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def definition_hash(defn: WorkflowDef) -> str:

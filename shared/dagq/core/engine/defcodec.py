@@ -51,7 +51,8 @@ def def_to_json(defn: WorkflowDef) -> dict[str, Any]:
         out["parameters"] = dict(defn.parameters)
     out["names"] = [t.name for t in tasks]
     out["kw"] = sparse([_kw_text(t.kwargs) for t in tasks], None)
-    out["deps"] = [[index[d] for d in t.depends_on] for t in tasks]
+    find = index.__getitem__
+    out["deps"] = [list(map(find, t.depends_on)) for t in tasks]
     extra: dict[str, dict[str, list[Any]]] = {}
     for i, t in enumerate(tasks):
         row = _extra_of(t)

@@ -57,9 +57,10 @@ class Graph:
         self.slack: list[int] = []
         index = self.index
         shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # one object per distinct list:
+        find = index.__getitem__
         for i, t in enumerate(tasks):  # the n tasks of a fan-out share one (root,) tuple
             try:
-                ids = tuple(index[d] for d in t.depends_on)
+                ids = tuple(map(find, t.depends_on))
             except KeyError:
                 ids = ()
             if len(ids) != len(t.depends_on) or i in ids:
