@@ -51,8 +51,7 @@ def def_to_json(defn: WorkflowDef) -> dict[str, Any]:
         out["parameters"] = dict(defn.parameters)
     out["names"] = [t.name for t in tasks]
     out["kw"] = sparse([_kw_text(t.kwargs) for t in tasks], None)
-    find = index.__getitem__
-    out["deps"] = [list(map(find, t.depends_on)) for t in tasks]
+    out["deps"] = _dependency_lists(tasks, index)
     extra: dict[str, dict[str, list[Any]]] = {}
     for i, t in enumerate(tasks):
         row = _extra_of(t)
@@ -65,6 +64,20 @@ def def_to_json(defn: WorkflowDef) -> dict[str, Any]:
                 col["v"].append(_sub_to_json(value) if key == "workflow" else value)
     if extra:
         out["fields"] = extra
+    return out
+
+
+def _dependency_lists(tasks: Sequence[TaskDef], index: dict[str, int]) -> list[list[int]]:
+    """Each task's dependencies as indexes; equal lists are one object (the JSON is the
+    same, and a fan-out's tasks all depend on the same root)."""
+    find = index.__getitem__
+    known: dict[tuple[str, ...], list[int]] = {}
+    out = []
+    for t in tasks:
+        ids = known.get(t.depends_on)
+        if ids is None:
+            ids = known[t.depends_on] = list(map(find, t.depends_on))
+        out.append(ids)
     return out
 
 

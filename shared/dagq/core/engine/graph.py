@@ -57,17 +57,24 @@ class Graph:
         self.slack: list[int] = []
         index = self.index
         shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # one object per distinct list:
+        known: dict[object, tuple[int, ...]] = {}  # the n tasks of a fan-out share (root,)
         find = index.__getitem__
-        for i, t in enumerate(tasks):  # the n tasks of a fan-out share one (root,) tuple
-            try:
-                ids = tuple(map(find, t.depends_on))
-            except KeyError:
-                ids = ()
-            if len(ids) != len(t.depends_on) or i in ids:
+        for i, t in enumerate(tasks):
+            names = t.depends_on
+            ids = known.get(names) if type(names) is tuple else None
+            if ids is None:
+                try:
+                    ids = tuple(map(find, names))
+                except KeyError:
+                    ids = ()
+                ids = shared.setdefault(ids, ids)
+                if type(names) is tuple and len(ids) == len(names):
+                    known[names] = ids
+            if len(ids) != len(names) or i in ids:
                 ids = self._check_deps(i, t, problems)
             for j in ids:
                 kids[j].append(i)
-            self.deps.append(shared.setdefault(ids, ids))
+            self.deps.append(ids)
             if t.dep_policy == "all":
                 need = len(ids)
             else:
