@@ -26,6 +26,7 @@ from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.errors import DagqError, DefinitionError, WorkflowFinished, WorkflowNotFound
+from dagq.gc_pause import paused
 from dagq.task_rows import TaskPage
 
 EXIT_FINISHED = 3
@@ -93,43 +94,44 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
         raise click.UsageError("--id can only be used with a single file")
     if watch_ and len(paths) > 1:
         raise click.UsageError("--watch follows one workflow: give a single file (or --wait)")
-    defs = []
-    failed = False
-    for path in paths:  # validate everything first: bad input writes nothing
-        try:
-            defn = with_params(load_file(path), params)
-            if max_fan_in is not None:  # a definition the transform refuses is bad input too
-                sequentialize_fan_in(defn, max_fan_in)
-            defs.append(defn)
-        except DefinitionError as exc:
-            failed = True
-            click.echo(f"error: {exc}", err=True)
-    if failed:
-        sys.exit(1)
-    client = open_client(ctx, store)
-    if concurrency is None:
-        remote = bool((ctx.find_root().params or {}).get("api"))
-        concurrency = 20 if remote or not settings_from(ctx, store).is_embedded else 1
-    errors: list[str] = []
+    with paused():  # loading and storing allocate much and free nothing cyclic
+        defs = []
+        failed = False
+        for path in paths:  # validate everything first: bad input writes nothing
+            try:
+                defn = with_params(load_file(path), params)
+                if max_fan_in is not None:  # a definition the transform refuses is bad input too
+                    sequentialize_fan_in(defn, max_fan_in)
+                defs.append(defn)
+            except DefinitionError as exc:
+                failed = True
+                click.echo(f"error: {exc}", err=True)
+        if failed:
+            sys.exit(1)
+        client = open_client(ctx, store)
+        if concurrency is None:
+            remote = bool((ctx.find_root().params or {}).get("api"))
+            concurrency = 20 if remote or not settings_from(ctx, store).is_embedded else 1
+        errors: list[str] = []
 
-    def one(defn: Any) -> Submitted | None:
-        try:
-            return client.submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in)
-        except DagqError as exc:
-            errors.append(f"{defn.name}: {exc}")
-            return None
+        def one(defn: Any) -> Submitted | None:
+            try:
+                return client.submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in)
+            except DagqError as exc:
+                errors.append(f"{defn.name}: {exc}")
+                return None
 
-    ids: list[str] = []
-    report: list[dict[str, Any]] = []
-    with progress_bar(len(defs), "submitting") as advance, \
-            ThreadPoolExecutor(min(concurrency, len(defs))) as pool:
-        for path, done in zip(paths, pool.map(one, defs), strict=True):
-            advance()
-            if done is not None:
-                if not as_json:
-                    click.echo(done.id)
-                ids.append(done.id)
-                report.append({"file": path, "id": done.id, "created": done.created})
+        ids: list[str] = []
+        report: list[dict[str, Any]] = []
+        with progress_bar(len(defs), "submitting") as advance, \
+                ThreadPoolExecutor(min(concurrency, len(defs))) as pool:
+            for path, done in zip(paths, pool.map(one, defs), strict=True):
+                advance()
+                if done is not None:
+                    if not as_json:
+                        click.echo(done.id)
+                    ids.append(done.id)
+                    report.append({"file": path, "id": done.id, "created": done.created})
     if as_json:
         emit_json(report)
     for e in errors:

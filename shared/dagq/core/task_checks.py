@@ -11,8 +11,10 @@ import difflib
 import math
 from collections.abc import Iterator, Mapping
 
+from dagq.core.hardening import process_problems
 from dagq.core.kinds import (
     EXTENSION_PREFIX,
+    MAX_GPUS,
     NOOP,
     WORKFLOW,
     WRITABLE,
@@ -22,7 +24,7 @@ from dagq.core.kinds import (
     marked_kinds,
 )
 from dagq.core.model import TaskDef, WorkflowDef
-from dagq.core.rules import describe
+from dagq.core.rules import IMPORT_PATH_RE, describe
 
 MAX_DELAY_S = 7 * 24 * 3600
 """Longest ``delay_s`` and retry backoff: an Azure Storage queue message can be hidden
@@ -52,6 +54,39 @@ def workflow_problems(defn: WorkflowDef) -> Found:
     if _number(t) and t > MAX_TIMEOUT_S:  # type: ignore[operator]
         yield _too_long("default_task_timeout_s", t, MAX_TIMEOUT_S,
                         "leave it unset for no limit"), "default_task_timeout_s"
+
+
+def kwargs_problems(kwargs: Mapping[str, object]) -> Found:
+    """``(message, field)`` for the ``kwargs`` values of shell and function tasks."""
+    cmd, env, cwd = kwargs.get("cmd"), kwargs.get("env"), kwargs.get("cwd")
+    if "cmd" in kwargs and (not isinstance(cmd, str) or not cmd.strip()):
+        yield f"kwargs.cmd must be a non-empty command line, got {describe(cmd)}", "kwargs.cmd"
+    if env is not None and (not isinstance(env, Mapping) or not all(
+            isinstance(v, str | int | float) for v in env.values())):
+        yield "kwargs.env must map variable names to strings or numbers", "kwargs.env"
+    if cwd is not None and not isinstance(cwd, str):
+        yield f"kwargs.cwd must be a directory path, got {describe(cwd)}", "kwargs.cwd"
+    call = kwargs.get("call")
+    if "call" in kwargs and (not isinstance(call, str) or not IMPORT_PATH_RE.fullmatch(call)):
+        yield (f"kwargs.call must name a function as 'package.module:function', got "
+               f"{describe(call)}"), "kwargs.call"
+    if "call" in kwargs and "cmd" in kwargs:
+        yield ("give kwargs.cmd (a shell command) or kwargs.call (a Python function), "
+               "not both"), "kwargs"
+    if "bg_dirsync_to" in kwargs:
+        for message in dirsync_problems(kwargs["bg_dirsync_to"]):
+            yield message, "kwargs.bg_dirsync_to"
+    for key, message in process_problems(kwargs):
+        yield message, key
+    gpus = kwargs.get("gpus")
+    if "gpus" in kwargs and (isinstance(gpus, bool) or not isinstance(gpus, int)
+                             or not 0 <= gpus <= MAX_GPUS):
+        yield (f"kwargs.gpus must be a whole number of GPUs from 0 to {MAX_GPUS}, got "
+               f"{describe(gpus)}"), "kwargs.gpus"
+    args = kwargs.get("args")
+    if "call" in kwargs and args is not None and not isinstance(args, Mapping):
+        yield (f"kwargs.args must be a mapping of keyword arguments, got "
+               f"{describe(args)}"), "kwargs.args"
 
 
 def dirsync_problems(value: object) -> Iterator[str]:

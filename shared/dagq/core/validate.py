@@ -15,15 +15,14 @@ import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from dagq.core import hardening
 from dagq.core.condition import cached_condition
-from dagq.core.kinds import MAX_GPUS
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.name_rules import storage_name_problems
 from dagq.core.params import definition_problems
 from dagq.core.rules import (
-    IMPORT_PATH_RE,
     describe,
     json_problems,
     plain_json,
@@ -31,7 +30,7 @@ from dagq.core.rules import (
     task_name_problem,
 )
 from dagq.core.simple_tasks import simple_tasks
-from dagq.core.task_checks import dirsync_problems, task_problems, workflow_problems
+from dagq.core.task_checks import kwargs_problems, task_problems, workflow_problems
 from dagq.core.transforms import cycle_through, nested_problem, strongly_connected
 from dagq.errors import ConditionError, Problem
 
@@ -82,6 +81,16 @@ def check(defn: WorkflowDef, source: SourceMap, prefix: str = "", depth: int = 0
     if not problems and not prefix and not depth and isinstance(defn, WorkflowDef):
         _TRUSTED.append(weakref.ref(defn))
     return problems
+
+
+def _known_ids(deps: Sequence[str], index: Mapping[str, int]) -> tuple[list[int] | None, int]:
+    """The ids of ``deps`` and the highest one, when every name is known and distinct;
+    ``(None, -1)`` otherwise (the full dependency check then says what is wrong)."""
+    found = [index.get(d) for d in deps]
+    if None in found or (len(deps) > 1 and len(set(deps)) != len(deps)):
+        return None, -1
+    ids = cast(list[int], found)
+    return ids, max(ids, default=-1)
 
 
 def _last(where: Where) -> str:
@@ -228,38 +237,8 @@ class _Checker:
                          f"remove {', '.join(extra) or 'dep_policy'}", (i, ""), name)
 
     def check_kwargs(self, i: int, kwargs: Mapping[str, object], name: str) -> None:
-        cmd, env, cwd = kwargs.get("cmd"), kwargs.get("env"), kwargs.get("cwd")
-        if "cmd" in kwargs and (not isinstance(cmd, str) or not cmd.strip()):
-            self.add(f"kwargs.cmd must be a non-empty command line, got {describe(cmd)}",
-                     (i, "kwargs.cmd"), name)
-        if env is not None and (not isinstance(env, Mapping) or not all(
-                isinstance(v, str | int | float) for v in env.values())):
-            self.add("kwargs.env must map variable names to strings or numbers",
-                     (i, "kwargs.env"), name)
-        if cwd is not None and not isinstance(cwd, str):
-            self.add(f"kwargs.cwd must be a directory path, got {describe(cwd)}",
-                     (i, "kwargs.cwd"), name)
-        call = kwargs.get("call")
-        if "call" in kwargs and (not isinstance(call, str) or not IMPORT_PATH_RE.fullmatch(call)):
-            self.add(f"kwargs.call must name a function as 'package.module:function', got "
-                     f"{describe(call)}", (i, "kwargs.call"), name)
-        if "call" in kwargs and "cmd" in kwargs:
-            self.add("give kwargs.cmd (a shell command) or kwargs.call (a Python function), "
-                     "not both", (i, "kwargs"), name)
-        if "bg_dirsync_to" in kwargs:
-            for message in dirsync_problems(kwargs["bg_dirsync_to"]):
-                self.add(message, (i, "kwargs.bg_dirsync_to"), name)
-        for key, message in hardening.process_problems(kwargs):
-            self.add(message, (i, key), name)
-        gpus = kwargs.get("gpus")
-        if "gpus" in kwargs and (isinstance(gpus, bool) or not isinstance(gpus, int)
-                                 or not 0 <= gpus <= MAX_GPUS):
-            self.add(f"kwargs.gpus must be a whole number of GPUs from 0 to {MAX_GPUS}, got "
-                     f"{describe(gpus)}", (i, "kwargs.gpus"), name)
-        args = kwargs.get("args")
-        if "call" in kwargs and args is not None and not isinstance(args, Mapping):
-            self.add(f"kwargs.args must be a mapping of keyword arguments, got "
-                     f"{describe(args)}", (i, "kwargs.args"), name)
+        for message, at in kwargs_problems(kwargs):
+            self.add(message, (i, at), name)
 
     def check_subworkflow(self, i: int, t: TaskDef) -> None:
         sub, name, where = t.workflow, t.name, (i, "workflow")
@@ -310,14 +289,17 @@ class _Checker:
                          (i, "name"), t.name)
         adjacency: list[list[int]] = [[] for _ in range(len(self.defn.tasks))]
         ordered = True  # every dependency listed before its task: there can be no cycle
-        for i, t in good:
+        known: dict[object, tuple[list[int] | None, int]] = {}  # by list of names: their
+        for i, t in good:  # ids when all are known and distinct, and the highest id
             deps = t.depends_on if isinstance(t.depends_on, list | tuple) else ()
-            if self.simple[i]:  # all names: one lookup each, checked together
-                targets = [index.get(d) for d in deps]
-                if None not in targets and t.name not in deps and (
-                        len(deps) < 2 or len(set(deps)) == len(deps)):
-                    adjacency[i] = targets  # type: ignore[assignment]
-                    ordered = ordered and (not targets or max(targets) < i)  # type: ignore
+            if self.simple[i]:  # a tuple of names: looked up once per distinct tuple
+                hit = known.get(deps)
+                if hit is None:
+                    hit = known[deps] = _known_ids(deps, index)
+                targets, top = hit
+                if targets is not None and t.name not in deps:
+                    adjacency[i] = targets
+                    ordered = ordered and top < i
                     continue
             seen: set[str] = set()
             for k, dep in enumerate(deps):
