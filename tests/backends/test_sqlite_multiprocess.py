@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import subprocess
+import sys
 from collections.abc import Callable
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
@@ -72,3 +74,23 @@ def test_processes_receiving_from_one_queue_never_share_a_message(tmp_path: Path
     _run(_consume, [(db, out) for out in outs])
     received = [m for out in outs for m in json.loads(Path(out).read_text())]
     assert sorted(received, key=int) == [str(i) for i in range(total)]
+
+
+def test_opening_waits_for_another_process_first_write_on_a_new_file(tmp_path: Path) -> None:
+    """A new file is in rollback mode until someone switches it to WAL; while another
+    process holds its first write transaction, SQLite refuses that switch at once (no busy
+    wait). Opening the store must wait for it, not fail: a coordinator and a worker
+    started together on a new store once exited with "database is locked"."""
+    path = tmp_path / "new.db"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+        "c.execute('CREATE TABLE t (x)'); c.execute('BEGIN IMMEDIATE')\n"
+        "c.execute('INSERT INTO t VALUES (1)'); print('locked', flush=True)\n"
+        "time.sleep(0.5); c.execute('COMMIT')\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        backend = SqliteBackend(path)  # waited for the holder's commit, then migrated
+        assert backend.index.query() == []
+    finally:
+        assert holder.wait(timeout=30) == 0

@@ -308,3 +308,12 @@ def test_reserved_queue_names_are_refused(queue: str) -> None:
     assert any("reserved" in p.message for p in validate(defn))
     defn = WorkflowDef("w", (join("t", {"cmd": "true"}),), default_queue=queue)
     assert any("reserved" in p.message for p in validate(defn))
+
+
+@pytest.mark.parametrize("field", ["delay_s", "retry_backoff_s", "retry_backoff_max_s",
+                                   "timeout_s"])
+def test_an_integer_too_large_for_a_float_is_reported_not_raised(field: str) -> None:
+    task = TaskDef(**{"name": "a", "kwargs": {"cmd": "true"}, field: 10 ** 400})
+    problems = validate(WorkflowDef(name="w", tasks=(task,)))
+    assert [p.field for p in problems] == [f"tasks[0].{field}"]
+    assert "an integer of 401 digits" in problems[0].message

@@ -158,8 +158,12 @@ class SqliteDb:
                 self.path, timeout=self.busy_timeout_s, isolation_level=None,
                 check_same_thread=False, cached_statements=256,
             )
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            # SQLite's own busy handler sleeps 1, 2, 5, 10, ... ms; _retry waits far less.
+            conn.execute("PRAGMA busy_timeout = 0")
+            # A new file's switch to WAL needs the file to itself, and SQLite answers
+            # "locked" at once, without waiting, while another process's first write
+            # transaction holds it: wait for that, as for any locked statement.
+            self._busy_retrying(conn, "PRAGMA journal_mode = WAL")
             # With WAL, NORMAL survives process crashes; only an OS crash may lose the
             # last commits. Every dagq writer can recover from that through the outbox.
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -167,8 +171,6 @@ class SqliteDb:
             # keeps that cost off most commits.
             conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES}")
             conn.execute(f"PRAGMA journal_size_limit = {_WAL_SIZE_LIMIT}")
-            # SQLite's own busy handler sleeps 1, 2, 5, 10, ... ms; _retry waits far less.
-            conn.execute("PRAGMA busy_timeout = 0")
         except sqlite3.Error as e:
             raise StoreUnavailable(
                 f"cannot open the SQLite store {self.path}: {e} "
@@ -191,6 +193,14 @@ class SqliteDb:
                 for ddl in statements:
                     c.execute(ddl)
             c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _busy_retrying(self, conn: sqlite3.Connection, sql: str) -> None:
+        try:
+            conn.execute(sql)
+        except sqlite3.OperationalError as e:
+            if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                raise
+            self._retry(conn, sql, ())
 
     def _user_version(self, conn: sqlite3.Connection) -> int:
         try:
