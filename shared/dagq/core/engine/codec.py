@@ -57,11 +57,9 @@ def encode_state(s: WorkflowState) -> bytes:
         ("ref", lambda: sparse([[r.name, r.md5, r.size] if r else None for r in s.output_ref],
                                None)),
         ("err", lambda: sparse(s.error, None)), ("note", lambda: sparse(s.note, None)),
-        ("disp", lambda: [None if t is None else round((t - base) * 1000)
-                          for t in s.dispatched_at]),
+        ("disp", lambda: _times(s.dispatched_at, base)),
         ("dly", lambda: sparse(s.delay_used, 0.0)),
-        ("fin", lambda: [None if t is None else round((t - base) * 1000)
-                         for t in s.finished_at]),
+        ("fin", lambda: _times(s.finished_at, base)),
         ("stop", lambda: [i for i, flag in enumerate(s.stopping) if flag]),
         ("held", lambda: list(s.held)),
     ]
@@ -79,6 +77,13 @@ def encode_state(s: WorkflowState) -> bytes:
     header = MAGIC + FORMAT_VERSION.to_bytes(2, "big") + len(s.def_blob).to_bytes(4, "big")
     parts[0] = header + s.def_blob
     return b"".join(parts)
+
+
+def _times(values: list[float | None], base: float) -> list[int | None]:
+    """Times as milliseconds since ``base`` (None stays None)."""
+    if values.count(None) == len(values):  # a new state: nothing dispatched or finished yet
+        return [None] * len(values)
+    return [None if t is None else round((t - base) * 1000) for t in values]
 
 
 def _json(value: Any) -> str:

@@ -53,10 +53,12 @@ def def_to_json(defn: WorkflowDef) -> dict[str, Any]:
     out["kw"] = sparse([_kw_text(t.kwargs) for t in tasks], None)
     out["deps"] = _dependency_lists(tasks, index)
     extra: dict[str, dict[str, list[Any]]] = {}
-    for i, t in enumerate(tasks):
-        row = _extra_of(t)
+    rows = list(map(_extra_of, tasks))
+    if rows.count(_DEFAULT_ROW) == len(rows):
+        rows = []  # the common case: every task's other fields at their default
+    for i, row in enumerate(rows):
         if row == _DEFAULT_ROW:
-            continue  # the common case: one comparison instead of one per field
+            continue  # one comparison instead of one per field
         for key, value, default in zip(_EXTRA_FIELDS, row, _DEFAULT_ROW, strict=True):
             if value != default:
                 col = extra.setdefault(key, {"i": [], "v": []})
@@ -250,6 +252,8 @@ def _sub_from_json(data: dict[str, Any] | None) -> SubWorkflow | None:
 def sparse(values: list[Any], default: Any) -> dict[str, list[Any]]:
     """``values`` as ``{"i": indexes, "v": values}`` of the entries that differ from
     ``default``."""
+    if values.count(default) == len(values):  # the usual column: one pass in C
+        return {"i": [], "v": []}
     idx = [i for i, v in enumerate(values) if v != default]
     return {"i": idx, "v": [values[i] for i in idx]}
 
