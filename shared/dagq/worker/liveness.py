@@ -7,7 +7,8 @@ worker's slot and monitor threads are alive, and ``dagq worker QUEUE --check`` o
 at the file's age. Readiness (``--ready``) and ``dagq doctor`` use the store's heartbeats.
 
 The file is ``$DAGQ_LIVENESS_FILE``, else ``{tmp}/dagq-worker-{queue}.alive``; it holds
-the worker's id and the time of the last touch, and is removed when the worker exits.
+the worker's id and the time of the last touch, and is removed when the worker exits
+(unless another worker of the same queue and store on this host has written it since).
 (``{tmp}/dagq-worker-{queue}-{digest of DAGQ_STORE}.alive`` in full, so workers of two
 stores on one machine keep apart.)
 """
@@ -65,12 +66,14 @@ class Liveness:
             pass
 
     def stop(self) -> None:
-        """Stop touching and remove the file."""
+        """Stop touching and remove the file, unless another worker for the same queue
+        and store on this host has written it since (it is alive: its probe must pass)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
         with contextlib.suppress(OSError):
-            self.path.unlink()
+            if self.path.read_text().split(" ", 1)[0] == self.worker_id:
+                self.path.unlink()
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
