@@ -167,3 +167,21 @@ def test_outbox_due_and_clear() -> None:
     assert [e.key for e in engine.outbox_due(s, 55.0, 30.0)] == ["w/a/1", "w/b/1"]
     engine.clear_outbox(s, ["w/a/1", "unknown"])
     assert list(s.outbox) == ["w/b/1"]
+
+
+@pytest.mark.parametrize("deps", [[[5], []], [[0], []], [[-1], []]])
+def test_a_decoded_definition_whose_dependency_ids_point_nowhere_is_refused(
+        deps: list[list[int]]) -> None:
+    data = def_to_json(WorkflowDef("w", (TaskDef("a", {"cmd": "true"}),
+                                         TaskDef("b", {"cmd": "true"}))))
+    data["deps"] = deps  # task a: a missing task, itself, a negative index
+    with pytest.raises(DefinitionError, match="damaged state"):
+        engine.graph.Graph(def_from_json(data, lazy=True))
+
+
+def test_a_decoded_definition_builds_the_graph_the_definition_builds() -> None:
+    lazy = def_from_json(def_to_json(RICH), lazy=True)
+    built, decoded = engine.graph.Graph(RICH), engine.graph.Graph(lazy)
+    for slot in engine.graph.Graph.__slots__:
+        if slot != "tasks":
+            assert getattr(decoded, slot) == getattr(built, slot), slot

@@ -112,7 +112,8 @@ class Shape(NamedTuple):
     """What the engine's graph reads of a task (everything but its ``kwargs``)."""
 
     name: str
-    depends_on: tuple[str, ...]
+    dependency_ids: tuple[int, ...]
+    """Indexes of the tasks this one waits for (the stored form: no names to look up)."""
     dep_policy: Any
     queue: str | None
     timeout_s: float | None
@@ -168,13 +169,21 @@ class LazyTasks(Sequence[TaskDef]):
         self._index, self._deps = index, deps
 
     def shapes(self) -> list[Shape]:
-        """Every task's ``Shape``, without decoding any ``kwargs``."""
-        names, out = self._names, []
-        for name, deps, more in zip(names, self._deps, self._extra, strict=True):
-            m = more or _EMPTY
-            out.append(Shape(name, tuple(names[d] for d in deps), m.get("dep_policy", "all"),
-                             m.get("queue"), m.get("timeout_s"), m.get("delay_s", 0.0),
-                             m.get("condition"), m.get("merge", False), m.get("workflow")))
+        """Every task's ``Shape``, without decoding any ``kwargs``; equal dependency
+        lists are one tuple."""
+        out: list[Shape] = []
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+        new = tuple.__new__
+        for name, deps, more in zip(self._names, self._deps, self._extra, strict=True):
+            ids = tuple(deps)
+            ids = shared.setdefault(ids, ids)
+            if more is None:  # most tasks: every other field at its default
+                out.append(new(Shape, (name, ids, "all", None, None, 0.0, None, False, None)))
+            else:
+                m = more
+                out.append(Shape(name, ids, m.get("dep_policy", "all"), m.get("queue"),
+                                 m.get("timeout_s"), m.get("delay_s", 0.0), m.get("condition"),
+                                 m.get("merge", False), m.get("workflow")))
         return out
 
     def _make(self, i: int) -> TaskDef:

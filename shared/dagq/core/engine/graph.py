@@ -60,18 +60,26 @@ class Graph:
         known: dict[object, tuple[int, ...]] = {}  # the n tasks of a fan-out share (root,)
         find = index.__getitem__
         for i, t in enumerate(tasks):
-            names = t.depends_on
-            ids = known.get(names) if type(names) is tuple else None
-            if ids is None:
-                try:
-                    ids = tuple(map(find, names))
-                except KeyError:
+            if shapes is not None:  # stored ids: checked, not looked up
+                ids = t.dependency_ids
+                if ids and (i in ids or min(ids) < 0 or max(ids) >= n):
+                    problems.append(Problem("the stored dependencies name tasks that do not "
+                                            "exist (a damaged state)", task=t.name,
+                                            field="depends_on"))
                     ids = ()
-                ids = shared.setdefault(ids, ids)
-                if type(names) is tuple and len(ids) == len(names):
-                    known[names] = ids
-            if len(ids) != len(names) or i in ids:
-                ids = self._check_deps(i, t, problems)
+            else:
+                names = t.depends_on
+                ids = known.get(names) if type(names) is tuple else None
+                if ids is None:
+                    try:
+                        ids = tuple(map(find, names))
+                    except KeyError:
+                        ids = ()
+                    ids = shared.setdefault(ids, ids)
+                    if type(names) is tuple and len(ids) == len(names):
+                        known[names] = ids
+                if len(ids) != len(names) or i in ids:
+                    ids = self._check_deps(i, t, problems)
             for j in ids:
                 kids[j].append(i)
             self.deps.append(ids)
