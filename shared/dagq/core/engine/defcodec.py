@@ -95,43 +95,45 @@ def def_from_json(data: dict[str, Any], *, lazy: bool = False) -> WorkflowDef:
     else:
         kwargs = dense(data["kwargs"], n, None)
     extra: list[dict[str, Any] | None] = [None] * n
+    fields: dict[str, tuple[list[int], list[Any]]] = {}
     for key, col in data.get("fields", {}).items():
-        for i, value in zip(col["i"], col["v"], strict=True):
+        values = [_sub_from_json(v) for v in col["v"]] if key == "workflow" else col["v"]
+        fields[key] = (col["i"], values)
+        for i, value in zip(col["i"], values, strict=True):
             row = extra[i]
             if row is None:
                 row = extra[i] = {}
-            row[key] = _sub_from_json(value) if key == "workflow" else value
-    lazy_tasks = LazyTasks(names, kwargs, data["deps"], extra)
+            row[key] = value
+    lazy_tasks = LazyTasks(names, kwargs, data["deps"], extra, fields)
     tasks = cast(tuple[TaskDef, ...], lazy_tasks if lazy else tuple(lazy_tasks))
     top = {key: data[key] for key in _WF_DEFAULTS if key in data}
     return WorkflowDef(name=data["name"], tasks=tasks, params=data.get("params", {}),
                        parameters=data.get("parameters", {}), **top)
 
 
-class Shape(NamedTuple):
-    """What the engine's graph reads of a task (everything but its ``kwargs``)."""
+class Columns(NamedTuple):
+    """What the engine's graph reads of a decoded definition, column by column."""
 
-    name: str
-    dependency_ids: tuple[int, ...]
-    """Indexes of the tasks this one waits for (the stored form: no names to look up)."""
-    dep_policy: Any
-    queue: str | None
-    timeout_s: float | None
-    delay_s: float
-    condition: str | None
-    merge: bool
-    workflow: SubWorkflow | None
+    names: list[str]
+    """Every task's name."""
+    deps: Sequence[Sequence[int]]
+    """Every task's dependencies, as task indexes."""
+    fields: dict[str, tuple[list[int], list[Any]]]
+    """Per other task field, the indexes of the tasks whose value is not the default,
+    and those values."""
 
 
 class LazyTasks(Sequence[TaskDef]):
     """A decoded definition's tasks kept as columns; ``TaskDef`` objects are built on
     access (and not kept)."""
 
-    __slots__ = ("_deps", "_extra", "_index", "_kwargs", "_names")
+    __slots__ = ("_deps", "_extra", "_fields", "_index", "_kwargs", "_names")
 
     def __init__(self, names: list[str], kwargs: list[Any], deps: Sequence[Sequence[int]],
-                 extra: list[dict[str, Any] | None]) -> None:
+                 extra: list[dict[str, Any] | None],
+                 fields: dict[str, tuple[list[int], list[Any]]] | None = None) -> None:
         self._names, self._kwargs, self._deps, self._extra = names, kwargs, deps, extra
+        self._fields = fields or {}
         self._index: dict[str, int] | None = None
 
     def __len__(self) -> int:
@@ -168,23 +170,9 @@ class LazyTasks(Sequence[TaskDef]):
         """Use the graph's name index and dependency ids (the same data, held once)."""
         self._index, self._deps = index, deps
 
-    def shapes(self) -> list[Shape]:
-        """Every task's ``Shape``, without decoding any ``kwargs``; equal dependency
-        lists are one tuple."""
-        out: list[Shape] = []
-        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
-        new = tuple.__new__
-        for name, deps, more in zip(self._names, self._deps, self._extra, strict=True):
-            ids = tuple(deps)
-            ids = shared.setdefault(ids, ids)
-            if more is None:  # most tasks: every other field at its default
-                out.append(new(Shape, (name, ids, "all", None, None, 0.0, None, False, None)))
-            else:
-                m = more
-                out.append(Shape(name, ids, m.get("dep_policy", "all"), m.get("queue"),
-                                 m.get("timeout_s"), m.get("delay_s", 0.0), m.get("condition"),
-                                 m.get("merge", False), m.get("workflow")))
-        return out
+    def columns(self) -> Columns:
+        """The tasks as columns, without decoding any ``kwargs``."""
+        return Columns(self._names, self._deps, self._fields)
 
     def _make(self, i: int) -> TaskDef:
         kw = self._kwargs[i]

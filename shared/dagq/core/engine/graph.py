@@ -37,78 +37,21 @@ class Graph:
 
     def __init__(self, defn: WorkflowDef, *, check_cycles: bool = True) -> None:
         self.tasks: tuple[TaskDef, ...] = defn.tasks
-        # a decoded definition gives its tasks' shapes without building TaskDef objects
-        shapes = getattr(defn.tasks, "shapes", None)
-        tasks: Sequence[Any] = shapes() if shapes is not None else defn.tasks
-        n = len(tasks)
-        self.names: tuple[str, ...] = tuple(t.name for t in tasks)
-        self.index: dict[str, int] = dict(zip(self.names, range(n), strict=True))
         problems: list[Problem] = []
-        if len(self.index) != n:
-            seen: set[str] = set()
-            for name in self.names:
-                if name in seen:
-                    problems.append(Problem("duplicate task name", task=name, field="name"))
-                seen.add(name)
-            self.index = {name: i for i, name in reversed(list(enumerate(self.names)))}
-        self.deps: list[tuple[int, ...]] = []
-        kids: list[list[int]] = [[] for _ in range(n)]
-        self.need: list[int] = []
-        self.slack: list[int] = []
-        index = self.index
-        shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # one object per distinct list:
-        known: dict[object, tuple[int, ...]] = {}  # the n tasks of a fan-out share (root,)
-        find = index.__getitem__
-        for i, t in enumerate(tasks):
-            if shapes is not None:  # stored ids: checked, not looked up
-                ids = t.dependency_ids
-                if ids and (i in ids or min(ids) < 0 or max(ids) >= n):
-                    problems.append(Problem("the stored dependencies name tasks that do not "
-                                            "exist (a damaged state)", task=t.name,
-                                            field="depends_on"))
-                    ids = ()
-            else:
-                names = t.depends_on
-                ids = known.get(names) if type(names) is tuple else None
-                if ids is None:
-                    try:
-                        ids = tuple(map(find, names))
-                    except KeyError:
-                        ids = ()
-                    ids = shared.setdefault(ids, ids)
-                    if type(names) is tuple and len(ids) == len(names):
-                        known[names] = ids
-                if len(ids) != len(names) or i in ids:
-                    ids = self._check_deps(i, t, problems)
-            for j in ids:
-                kids[j].append(i)
-            self.deps.append(ids)
-            if t.dep_policy == "all":
-                need = len(ids)
-            else:
-                try:
-                    need = required_successes(t.dep_policy, len(ids))
-                except ValueError as exc:
-                    problems.append(Problem(str(exc), task=t.name, field="dep_policy"))
-                    need = len(ids)
-            self.need.append(need)
-            self.slack.append(len(ids) - need)
+        # a decoded definition gives its tasks as columns: no TaskDef objects are built
+        columns = getattr(defn.tasks, "columns", None)
+        if columns is not None:
+            kids = self._from_columns(defn, columns(), problems)
+        else:
+            kids = self._from_tasks(defn, problems)
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # one object per distinct list
         self.children: list[tuple[int, ...]] = [shared.setdefault(c, c)
                                                  for c in map(tuple, kids)]
         self.sink = bytearray(0 if k else 1 for k in kids)
         self.n_sinks = sum(self.sink)
-        self.roots = tuple(i for i in range(n) if not self.deps[i])
-        default_queue, default_timeout = defn.default_queue, defn.default_task_timeout_s
-        self.queue: list[str] = [t.queue or default_queue for t in tasks]
+        self.roots = tuple(i for i in range(len(self.names)) if not self.deps[i])
         self.queue_names: frozenset[str] = frozenset(self.queue)
         """Every queue some task of the workflow is sent to."""
-        self.timeout: list[float | None] = [
-            t.timeout_s if t.timeout_s is not None else default_timeout for t in tasks]
-        self.delay: list[float] = [float(t.delay_s) for t in tasks]
-        self.condition: list[str | None] = [t.condition for t in tasks]
-        self.kind = bytearray(
-            KIND_MERGE if t.merge else KIND_CHILD if t.workflow is not None else KIND_TASK
-            for t in tasks)
         self.max_parallelism = defn.max_parallelism
         if check_cycles and not problems:
             cycle = self._find_cycle()
@@ -118,6 +61,120 @@ class Graph:
                                         field="depends_on"))
         if problems:
             raise DefinitionError(problems, source=f"workflow {defn.name!r}")
+
+    def _name_index(self, names: Sequence[str], problems: list[Problem]) -> None:
+        n = len(names)
+        self.names: tuple[str, ...] = tuple(names)
+        self.index: dict[str, int] = dict(zip(self.names, range(n), strict=True))
+        if len(self.index) != n:
+            seen: set[str] = set()
+            for name in self.names:
+                if name in seen:
+                    problems.append(Problem("duplicate task name", task=name, field="name"))
+                seen.add(name)
+            self.index = {name: i for i, name in reversed(list(enumerate(self.names)))}
+
+    def _from_tasks(self, defn: WorkflowDef, problems: list[Problem]) -> list[list[int]]:
+        """Build from ``TaskDef`` objects (dependencies by name); the children lists."""
+        tasks = defn.tasks
+        n = len(tasks)
+        self._name_index([t.name for t in tasks], problems)
+        self.deps: list[tuple[int, ...]] = []
+        kids: list[list[int]] = [[] for _ in range(n)]
+        self.need: list[int] = []
+        self.slack: list[int] = []
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # one object per distinct list:
+        known: dict[object, tuple[int, ...]] = {}  # the n tasks of a fan-out share (root,)
+        find = self.index.__getitem__
+        for i, t in enumerate(tasks):
+            names = t.depends_on
+            ids = known.get(names) if type(names) is tuple else None
+            if ids is None:
+                try:
+                    ids = tuple(map(find, names))
+                except KeyError:
+                    ids = ()
+                ids = shared.setdefault(ids, ids)
+                if type(names) is tuple and len(ids) == len(names):
+                    known[names] = ids
+            if len(ids) != len(names) or i in ids:
+                ids = self._check_deps(i, t, problems)
+            for j in ids:
+                kids[j].append(i)
+            self.deps.append(ids)
+            need = len(ids) if t.dep_policy == "all" else self._need(t.name, t.dep_policy,
+                                                                     len(ids), problems)
+            self.need.append(need)
+            self.slack.append(len(ids) - need)
+        default_queue, default_timeout = defn.default_queue, defn.default_task_timeout_s
+        self.queue: list[str] = [t.queue or default_queue for t in tasks]
+        self.timeout: list[float | None] = [
+            t.timeout_s if t.timeout_s is not None else default_timeout for t in tasks]
+        self.delay: list[float] = [float(t.delay_s) for t in tasks]
+        self.condition: list[str | None] = [t.condition for t in tasks]
+        self.kind = bytearray(
+            KIND_MERGE if t.merge else KIND_CHILD if t.workflow is not None else KIND_TASK
+            for t in tasks)
+        return kids
+
+    def _from_columns(self, defn: WorkflowDef, cols: Any, problems: list[Problem]) -> list[
+            list[int]]:
+        """Build from a decoded definition's columns (dependencies as stored indexes, other
+        fields sparse); the children lists."""
+        n = len(cols.names)
+        self._name_index(cols.names, problems)
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.deps = [shared.setdefault(ids, ids) for ids in map(tuple, cols.deps)]
+        for ids in shared:  # each distinct list once
+            if ids and (min(ids) < 0 or max(ids) >= n):
+                raise DefinitionError([Problem("the stored dependencies name tasks that do "
+                                               "not exist (a damaged state)")],
+                                      source=f"workflow {defn.name!r}")
+        kids: list[list[int]] = [[] for _ in range(n)]
+        for i, ids in enumerate(self.deps):
+            for j in ids:
+                if j == i:
+                    raise DefinitionError([Problem("the stored dependencies name the task "
+                                                   "itself (a damaged state)",
+                                                   task=self.names[i])],
+                                          source=f"workflow {defn.name!r}")
+                kids[j].append(i)
+        self.need = list(map(len, self.deps))
+        self.slack = [0] * n
+        fields = cols.fields
+        for i, policy in zip(*fields.get("dep_policy", ((), ())), strict=True):
+            if policy != "all":
+                self.need[i] = self._need(self.names[i], policy, len(self.deps[i]), problems)
+                self.slack[i] = len(self.deps[i]) - self.need[i]
+        self.queue = [defn.default_queue] * n
+        for i, queue in zip(*fields.get("queue", ((), ())), strict=True):
+            self.queue[i] = queue or defn.default_queue
+        self.timeout = [defn.default_task_timeout_s] * n
+        for i, timeout in zip(*fields.get("timeout_s", ((), ())), strict=True):
+            if timeout is not None:
+                self.timeout[i] = timeout
+        self.delay = [0.0] * n
+        for i, delay in zip(*fields.get("delay_s", ((), ())), strict=True):
+            self.delay[i] = float(delay)
+        self.condition = [None] * n
+        for i, condition in zip(*fields.get("condition", ((), ())), strict=True):
+            self.condition[i] = condition
+        self.kind = bytearray(n)
+        for i, child in zip(*fields.get("workflow", ((), ())), strict=True):
+            if child is not None:
+                self.kind[i] = KIND_CHILD
+        for i, merge in zip(*fields.get("merge", ((), ())), strict=True):
+            if merge:
+                self.kind[i] = KIND_MERGE
+        return kids
+
+    @staticmethod
+    def _need(task: str, policy: Any, deps: int, problems: list[Problem]) -> int:
+        try:
+            return required_successes(policy, deps)
+        except ValueError as exc:
+            problems.append(Problem(str(exc), task=task, field="dep_policy"))
+            return deps
 
     def _check_deps(self, i: int, t: Any, problems: list[Problem]) -> tuple[int, ...]:
         """The valid dependency ids of task ``i``; a problem for each unknown or self one."""
