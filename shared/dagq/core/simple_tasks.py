@@ -26,7 +26,7 @@ from operator import attrgetter
 from typing import TypeGuard
 
 from dagq.core.kinds import FUNCTION, MAX_GPUS, SHELL, custom_kinds
-from dagq.core.model import TaskDef
+from dagq.core.model import MERGE_PREFIX, TaskDef
 from dagq.core.rules import IMPORT_PATH_RE, MAX_NAME_LENGTH, queue_problem
 from dagq.core.task_checks import MAX_DELAY_S, MAX_TIMEOUT_S
 
@@ -34,8 +34,8 @@ _NAME = re.compile(r"[A-Za-z0-9_~-](?:[A-Za-z0-9_.~-]{0,"
                    + str(MAX_NAME_LENGTH - 2) + r"}[A-Za-z0-9_~-])?")
 """Plain task names: no dot at either end (a trailing dot is encoded in object names), so
 the encoded name is the name itself and far below the segment limit."""
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ARG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""Plain environment variable names and argument names."""
 _SMALL_INT = 10 ** 15
 _REFERENCE = "{params."
 _SHELL_KEYS = frozenset({"cmd", "cwd", "env", "gpus"})
@@ -71,7 +71,7 @@ def _fields_plain(t: TaskDef, queues: dict[object, bool]) -> bool:
     """Everything but ``kwargs`` and ``kind``: at its default or plainly in range."""
     if (t.workflow is not None or t.condition is not None or t.merge is not False
             or type(t.kwargs) is not dict or type(t.name) is not str
-            or _NAME.fullmatch(t.name) is None or t.name.startswith("__merge_")):
+            or _NAME.fullmatch(t.name) is None or t.name.startswith(MERGE_PREFIX)):
         return False
     deps = t.depends_on
     if type(deps) is not tuple:
@@ -136,7 +136,7 @@ def _common(kwargs: Mapping[str, object], keys: frozenset[str]) -> bool:
     if env is None:
         return True
     return type(env) is dict and all(
-        type(k) is str and _ENV_NAME.fullmatch(k) is not None and _text(v)
+        type(k) is str and _WORD.fullmatch(k) is not None and _text(v)
         for k, v in env.items())
 
 
@@ -151,7 +151,7 @@ def _function(kwargs: Mapping[str, object], keys: frozenset[str]) -> bool:
         return False
     args = kwargs.get("args")
     if args is not None and (type(args) is not dict or not all(
-            type(k) is str and _ARG_KEY.fullmatch(k) is not None and _scalar(v)
+            type(k) is str and _WORD.fullmatch(k) is not None and _scalar(v)
             for k, v in args.items())):
         return False
     return _common(kwargs, keys)
