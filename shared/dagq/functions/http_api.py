@@ -25,6 +25,7 @@ from dagq.functions.http_io import (
 )
 from dagq.functions.runtime import Runtime
 from dagq.functions.task_data import route_value, task_file, task_files, task_output
+from dagq.gc_pause import paused
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
@@ -46,12 +47,13 @@ def _route_id(req: func.HttpRequest) -> str:
 def submit(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
     """``POST /workflows[?id=&max_fan_in=&params=]``: 201 created, 200 same definition,
     409 other; ``params`` is a JSON object of run parameters."""
-    defn = read_definition(req, runtime.settings.max_request_bytes)
-    workflow_id = text_param(req, "id")
-    max_fan_in = int_param(req, "max_fan_in", None, minimum=2)
-    params = object_param(req, "params")
-    done = runtime.client().submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in,
-                                   params=params)
+    with paused():  # from parsing to the last write, as ``dagq submit`` does
+        defn = read_definition(req, runtime.settings.max_request_bytes)
+        workflow_id = text_param(req, "id")
+        max_fan_in = int_param(req, "max_fan_in", None, minimum=2)
+        params = object_param(req, "params")
+        done = runtime.client().submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in,
+                                       params=params)
     return json_response({"id": done.id, "created": done.created},
                          201 if done.created else 200,
                          headers={"Location": f"/api/workflows/{done.id}"})
@@ -59,7 +61,8 @@ def submit(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
 
 def validate(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
     """``POST /workflows/validate``: 200 when valid, 400 listing every problem."""
-    defn = read_definition(req, runtime.settings.max_request_bytes)
+    with paused():
+        defn = read_definition(req, runtime.settings.max_request_bytes)
     return json_response({"valid": True, "name": defn.name, "tasks": len(defn.tasks)})
 
 

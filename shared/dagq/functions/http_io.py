@@ -16,7 +16,6 @@ from dagq.compose.loader import require_inline
 from dagq.core.model import WorkflowDef
 from dagq.core.parse import load_definition
 from dagq.functions.errors import ApiError
-from dagq.gc_pause import paused
 
 Format = Literal["yaml", "json"] | None
 
@@ -67,8 +66,7 @@ def read_definition(req: func.HttpRequest, max_bytes: int) -> WorkflowDef:
     if not body.strip():
         raise ApiError(400, "empty_body", "the request body is empty; send a workflow "
                        "definition as YAML or JSON")
-    with paused():
-        defn = load_definition(body, source="request body", fmt=MEDIA_TYPES.get(kind))
+    defn = load_definition(body, source="request body", fmt=MEDIA_TYPES.get(kind))
     return require_inline(defn, why="by the HTTP API")
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagq.core.model import TASK_STATUSES, TaskDef, WorkflowDef
 from dagq.core.policy import required_successes
 from dagq.errors import DefinitionError, Problem
+
+if TYPE_CHECKING:
+    from dagq.core.engine.defcodec import Columns
 
 PENDING, READY, RUNNING, COMPLETED, FAILED, UPSTREAM_FAILED, SKIPPED, CANCELLED = range(8)
 STATUS_NAMES: tuple[str, ...] = TASK_STATUSES
@@ -117,8 +120,8 @@ class Graph:
             for t in tasks)
         return kids
 
-    def _from_columns(self, defn: WorkflowDef, cols: Any, problems: list[Problem]) -> list[
-            list[int]]:
+    def _from_columns(self, defn: WorkflowDef, cols: Columns,
+                      problems: list[Problem]) -> list[list[int]]:
         """Build from a decoded definition's columns (dependencies as stored indexes, other
         fields sparse); the children lists."""
         n = len(cols.names)
