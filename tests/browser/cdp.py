@@ -74,9 +74,10 @@ class _Socket:
 class Browser:
     """One headless Chromium with one page."""
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, extra_flags: tuple[str, ...] = ()) -> None:
         self.profile = tempfile.mkdtemp(prefix="dagq-chromium-")
-        self.proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={self.profile}"],
+        self.proc = subprocess.Popen([binary, *extra_flags, *FLAGS,
+                                      f"--user-data-dir={self.profile}"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         port_file = Path(self.profile) / "DevToolsActivePort"

@@ -88,18 +88,21 @@ def test_bounded_wait_ends_at_its_timeout_or_at_the_end(cluster: Dagq, api: Serv
         assert too_long.status_code == 400 and "wait" in too_long.json()["error"]
 
 
+KEY = "s3cret-key-0123456789"
+
+
 def test_a_key_guards_the_api(dagq: Dagq) -> None:
-    served = serve(dagq, "--key", "s3cret")
+    served = serve(dagq, "--key", KEY)
     no_key = httpx.get(f"{served.url}/workflows", timeout=30)
     assert no_key.status_code == 401 and no_key.json()["code"] == "unauthorized"
     assert httpx.get(f"{served.url}/workflows", headers={"x-functions-key": "nope"},
                      timeout=30).status_code == 401
-    assert httpx.get(f"{served.url}/workflows?code=s3cret", timeout=30).status_code == 200
-    with Client(served.url, key="s3cret") as client:
+    assert httpx.get(f"{served.url}/workflows?code={KEY}", timeout=30).status_code == 200
+    with Client(served.url, key=KEY) as client:
         assert client.list_workflows() == []
     with Client(served.url) as client, pytest.raises(RemoteError, match="DAGQ_API_KEY"):
         client.list_workflows()
-    res = dagq.run("--api", served.url, "list", "--json", env={"DAGQ_API_KEY": "s3cret"})
+    res = dagq.run("--api", served.url, "list", "--json", env={"DAGQ_API_KEY": KEY})
     assert (res.returncode, res.stdout.strip()) == (0, "[]")
     res = dagq.run("--api", served.url, "list")
     assert res.returncode == 1 and "401" not in res.stderr and "DAGQ_API_KEY" in res.stderr

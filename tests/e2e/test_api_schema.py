@@ -26,7 +26,7 @@ from tests.e2e.harness import Dagq
 
 pytestmark = pytest.mark.slow
 
-KEY = "schema-test-key"
+KEY = "schema-test-key-0123456789"
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 
 

@@ -74,15 +74,19 @@ def test_submit_then_status_and_tasks(fns: dict[str, Handler], backend: Backend)
     assert bad == 400
 
 
-def test_json_body_and_plain_text(fns: dict[str, Handler]) -> None:
+def test_json_and_yaml_bodies_but_not_plain_text(fns: dict[str, Handler]) -> None:
     definition = {"name": "j", "tasks": [{"name": "only", "kwargs": {"cmd": "true"}}]}
     status, body = http(fns["submit_workflow"], "POST", "workflows",
                         body=json.dumps(definition).encode(),
                         content_type="application/json; charset=utf-8")
     assert status == 201
     status, body = http(fns["validate_workflow"], "POST", "workflows/validate",
-                        body=DIAMOND, content_type="text/plain")
+                        body=DIAMOND, content_type="text/yaml")
     assert (status, body) == (200, {"valid": True, "name": "diamond", "tasks": 4})
+    # text/plain is what a page on another site may send without asking: refused
+    status, body = http(fns["validate_workflow"], "POST", "workflows/validate",
+                        body=DIAMOND, content_type="text/plain")
+    assert (status, body["code"]) == (415, "unsupported_media_type")
 
 
 def test_client_id_is_idempotent(fns: dict[str, Handler], backend: Backend) -> None:

@@ -25,9 +25,12 @@ MEDIA_TYPES: dict[str, Format] = {
     "application/x-yaml": "yaml",
     "text/yaml": "yaml",
     "text/x-yaml": "yaml",
-    "text/plain": None,  # YAML, or JSON when the body is a JSON object
 }
-"""Accepted request content types and the definition format each one means."""
+"""Accepted request content types and the definition format each one means.
+
+``text/plain`` (and a body without a type) is refused: a web page on any site may send
+it cross-site without asking first (a CORS "simple request"), the types above it may not.
+"""
 
 
 def media_type(req: func.HttpRequest) -> str:
@@ -66,8 +69,20 @@ def read_definition(req: func.HttpRequest, max_bytes: int) -> WorkflowDef:
     if not body.strip():
         raise ApiError(400, "empty_body", "the request body is empty; send a workflow "
                        "definition as YAML or JSON")
-    defn = load_definition(body, source="request body", fmt=MEDIA_TYPES.get(kind))
+    defn = load_definition(body, source="request body", fmt=MEDIA_TYPES[kind])
     return require_inline(defn, why="by the HTTP API")
+
+
+def require_json(req: func.HttpRequest, body: bytes, what: str) -> None:
+    """415 unless a non-empty ``body`` is declared ``application/json`` (an empty body
+    may name no type: it carries nothing a cross-site page could slip in)."""
+    kind = media_type(req)
+    if kind == "application/json" or (not kind and not body.strip()):
+        return
+    given = f"content type {kind!r} is" if kind else "a body without a Content-Type is"
+    raise ApiError(415, "unsupported_media_type",
+                   f"{given} not accepted {what}; send a JSON object (Content-Type: "
+                   "application/json)", ["application/json"])
 
 
 def object_param(req: func.HttpRequest, name: str) -> dict[str, Any] | None:

@@ -10,6 +10,8 @@ is written back unchanged. Route templates follow the host's syntax: literal seg
 and a final catch-all ``{*name}``; literal segments take precedence over parameters, as
 in ASP.NET Core routing. Functions whose auth level is not anonymous need the key, in
 the ``x-functions-key`` header or the ``code`` query parameter, when one is configured.
+Before any route is matched, ``local_guard`` refuses a foreign ``Host`` and a cross-site
+``Origin`` (loopback is no boundary against the browser on the same machine).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from urllib.parse import parse_qs, unquote
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import azure.functions as func
+
+from dagq.functions.local_guard import RequestGuard
 
 log = logging.getLogger("dagq.functions.local_host")
 
@@ -118,15 +122,21 @@ class LocalHost:
     """A WSGI application serving ``routes`` under ``/{prefix}``."""
 
     def __init__(self, routes: list[Route], *, key: str | None = None, prefix: str = "api",
-                 max_body_bytes: int = 16 * 1024 * 1024) -> None:
+                 max_body_bytes: int = 16 * 1024 * 1024,
+                 guard: RequestGuard | None = None) -> None:
         self.routes = routes
         self.key = key
+        self.guard = guard or RequestGuard()
         self.prefix = prefix.strip("/")
         self.max_body_bytes = max_body_bytes
 
     def dispatch(self, method: str, raw_path: str, query: Mapping[str, str],
                  headers: Mapping[str, str], body: bytes, url: str) -> func.HttpResponse:
         """The answer to one request (never raises)."""
+        refusal = self.guard.check(method, headers)
+        if refusal is not None:
+            log.warning("refused %s %s: %s", method, raw_path, refusal.message)
+            return _error(refusal.status, refusal.code, refusal.message)
         segments = raw_path.strip("/").split("/")
         if self.prefix:
             if not segments or segments[0].lower() != self.prefix:
@@ -217,6 +227,9 @@ class _Handler(WSGIRequestHandler):
     def get_environ(self) -> dict[str, Any]:
         env = super().get_environ()
         env["dagq.raw_path"] = self.path.split("?", 1)[0]
+        if self.headers.get("content-type") is None:
+            # wsgiref fills in text/plain for a request that names no type; keep it absent
+            env.pop("CONTENT_TYPE", None)
         return env
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -15,7 +15,7 @@ import azure.functions as func
 
 from dagq.core.schedule.policy import ScheduleSpec
 from dagq.functions.errors import ApiError, json_response
-from dagq.functions.http_io import media_type, read_body
+from dagq.functions.http_io import read_body, require_json
 from dagq.functions.runtime import Runtime
 from dagq.schedules import actions
 from dagq.schedules.store import ScheduleStore, summary
@@ -28,11 +28,7 @@ CHANGEABLE = ("cron", "timezone", "overlap", "catchup", "params", "catchup_windo
 def json_object(req: func.HttpRequest, max_bytes: int, allowed: tuple[str, ...]) -> dict[str, Any]:
     """The request body as a JSON object holding only ``allowed`` keys (400 otherwise)."""
     body = read_body(req, max_bytes)
-    kind = media_type(req)
-    if kind not in ("", "application/json"):
-        raise ApiError(415, "unsupported_media_type", f"content type {kind!r} is not "
-                       "accepted here; send a JSON object (application/json)",
-                       ["application/json"])
+    require_json(req, body, "here")
     try:
         data = json.loads(body or b"{}")
     except ValueError as exc:

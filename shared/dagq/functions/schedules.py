@@ -25,7 +25,7 @@ from dagq.core.schedule.policy import ScheduleSpec
 from dagq.functions import new_blueprint, schedule_runs
 from dagq.functions.errors import ApiError, answer, json_response
 from dagq.functions.http_auth import http_auth_level, identity_guard
-from dagq.functions.http_io import media_type, read_body
+from dagq.functions.http_io import read_body, require_json
 from dagq.functions.runtime import Runtime
 from dagq.schedules.store import (
     ScheduleStore,
@@ -73,11 +73,7 @@ def _now(runtime: Runtime) -> datetime:
 def read_request(req: func.HttpRequest, max_bytes: int) -> dict[str, Any]:
     """The JSON object of an add request, with every field checked (400/413/415)."""
     body = read_body(req, max_bytes)
-    kind = media_type(req)
-    if kind not in ("", "application/json"):
-        raise ApiError(415, "unsupported_media_type",
-                       f"content type {kind!r} is not accepted for a schedule; send a JSON "
-                       "object (application/json)", ["application/json"])
+    require_json(req, body, "for a schedule")
     try:
         data = json.loads(body or b"null")
     except ValueError as exc:

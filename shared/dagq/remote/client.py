@@ -57,6 +57,10 @@ def api_base(url: str) -> str:
 
 
 def _seg(value: str) -> str:
+    """``value`` as one URL path segment that no client or proxy rewrites: the dot
+    segments ``.`` and ``..`` are percent-encoded too (RFC 3986 removes them)."""
+    if value in (".", ".."):
+        return "%2E" * len(value)
     return quote(value, safe="")
 
 
@@ -227,7 +231,8 @@ class Client:
 
     def file(self, workflow_id: str, task: str, path: str) -> bytes:
         """One synced file's bytes, checked against the MD5 the server sent."""
-        resp = self._send("GET", self._task(workflow_id, task, "/files/" + quote(path, safe="/")))
+        tail = "/files/" + "/".join(map(_seg, path.split("/")))
+        resp = self._send("GET", self._task(workflow_id, task, tail))
         data = resp.content
         sent = resp.headers.get("Content-MD5")
         if sent and base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode() \
@@ -298,6 +303,5 @@ def definition_body(defn: Definition) -> tuple[bytes, str]:
         return json.dumps(data).encode(), "application/json"
     if isinstance(defn, Mapping):
         return json.dumps(dict(defn)).encode(), "application/json"
-    if isinstance(defn, str):
-        return defn.encode(), "text/plain"
-    return bytes(defn), "text/plain"
+    data = defn.encode() if isinstance(defn, str) else bytes(defn)
+    return data, "application/json" if data.lstrip()[:1] == b"{" else "application/yaml"
