@@ -34,12 +34,23 @@ def workflow_id_problem(workflow_id: object) -> str | None:
     return None
 
 
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (ESC, BEL, NUL, ...) and bidirectional overrides: printed by
+``dagq list`` or a log line they would drive the terminal or disguise the text."""
+
+
 def workflow_name_problem(name: object) -> str | None:
-    """Why ``name`` is too long to be a workflow name, or None (other rules live in
-    validation)."""
-    if isinstance(name, str) and len(name) > WORKFLOW_NAME_MAX_CHARS:
+    """Why ``name`` cannot be a workflow name (too long, or holding characters that a
+    terminal acts on), or None (emptiness and type are checked by validation)."""
+    if not isinstance(name, str):
+        return None
+    if len(name) > WORKFLOW_NAME_MAX_CHARS:
         return (f"the workflow name is {len(name)} characters long ({name[:40]!r}...); "
                 f"the limit is {WORKFLOW_NAME_MAX_CHARS}")
+    bad = _UNPRINTABLE.search(name)
+    if bad is not None:
+        return (f"the workflow name {name[:60]!r} contains the control character "
+                f"U+{ord(bad.group()):04X}; use printable characters only")
     return None
 
 

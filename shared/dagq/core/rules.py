@@ -72,6 +72,10 @@ def queue_problem(queue: object) -> str | None:
     return f"queue name {queue!r} is not allowed: {QUEUE_RULE}{hint}"
 
 
+DOT_SEGMENTS = frozenset({".", ".."})
+"""URL path segments that clients and servers remove (RFC 3986, section 5.2.4)."""
+
+
 def task_name_problem(name: object, merge: bool = False) -> str | None:
     """Why ``name`` is not a valid task name, or None."""
     if not isinstance(name, str):
@@ -93,6 +97,10 @@ def task_name_problem(name: object, merge: bool = False) -> str | None:
         return f"task name {name!r} contains the control character U+{ord(bad.group()):04X}"
     if name != name.strip():
         return f"task name {name!r} starts or ends with whitespace"
+    if DOT_SEGMENTS.intersection(name.split("/")):
+        return (f"task name {name!r} is, or has a part between '/' that is, '.' or '..': "
+                "URLs drop such parts, so the task's routes would name another resource; "
+                "rename it")
     return None
 
 
