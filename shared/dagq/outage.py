@@ -1,10 +1,11 @@
-"""Riding out store and queue outages: bounded exponential back-off, one log line per change.
+"""Riding out store and queue outages: bounded exponential back-off, few log lines.
 
 Long-running loops (the coordinator, worker slots, their monitors) wrap each round in an
 ``Outage``: a transient failure makes the loop wait ``delay()`` and try again instead of
-exiting; the first failure logs a warning, repeats are silent, and the first success
-after it logs that the service is back. Nothing here decides what is transient: callers
-pass the exceptions they know to be (``StoreUnavailable`` and friends).
+exiting; the first failure logs a warning, repeats log one reminder line a minute, and
+the first success after it logs that the service is back. Nothing here decides what is
+transient: callers pass the exceptions they know to be (``StoreUnavailable`` and
+friends).
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ class Outage:
     """The outage state of one loop: whether it is in an outage and how long to wait."""
 
     def __init__(self, what: str, log: logging.Logger, *, first: float = 0.5,
-                 ceiling: float = 30.0) -> None:
+                 ceiling: float = 30.0, remind_every: float = 60.0) -> None:
         self.what = what
         self.log = log
         self.first = first
         self.ceiling = ceiling
+        self.remind_every = remind_every
         self.failures = 0
         self.since = 0.0
+        self.reminded = 0.0
 
     @property
     def down(self) -> bool:
@@ -41,10 +44,15 @@ class Outage:
 
     def failed(self, exc: BaseException) -> float:
         """Record a failed round; returns the seconds to wait before the next one."""
+        now = time.monotonic()
         if self.failures == 0:
-            self.since = time.monotonic()
+            self.since = self.reminded = now
             self.log.warning("%s: the store is unavailable (%s); retrying with back-off "
                              "until it returns", self.what, exc)
+        elif now - self.reminded >= self.remind_every:
+            self.reminded = now
+            self.log.warning("%s: the store is still unavailable after %.0fs (%d failed "
+                             "round(s)): %s", self.what, now - self.since, self.failures, exc)
         self.failures += 1
         return self.delay()
 

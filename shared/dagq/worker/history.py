@@ -5,7 +5,8 @@ record here and goes on to send the completion and take the next message. A thre
 collects what arrives during ``WINDOW_S`` and writes each workflow's records with one
 ``Records.put_many`` (one request per 100 records on Azure Tables), so a busy worker adds
 a fraction of a request per task instead of one. A record written again before it was
-flushed replaces the older one. Store errors are logged and retried on the next round;
+flushed replaces the older one. Store errors are retried on the next round, logged once
+when they start, once a minute while they last and once when writes succeed again;
 ``stop()`` writes what is left.
 """
 
@@ -17,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from dagq.attempts import partition, record_key
+from dagq.outage import Outage
 from dagq.ports import Records
 
 log = logging.getLogger("dagq.worker")
@@ -40,6 +42,7 @@ class HistoryWriter:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._outage = Outage("attempt history", log)
 
     def start(self) -> HistoryWriter:
         """Start the writer thread; returns ``self``."""
@@ -77,10 +80,10 @@ class HistoryWriter:
             try:
                 self.records.put_many(partition(wf), items)
                 self.writes += 1
+                self._outage.ok()
             except Exception as exc:  # history must never cost a task or the worker
                 self.errors += 1
-                log.warning("could not record %d attempt(s) of %s (will retry): %s",
-                            len(items), wf, exc)
+                self._outage.failed(exc)  # logs the first failure, then once a minute
                 with self._lock:
                     for key, rec in items:  # unless a newer version arrived meanwhile
                         self._pending.setdefault((wf, key), rec)

@@ -105,6 +105,7 @@ class Worker:
         self.liveness = Liveness(liveness_path(queue_name, settings.store), self.worker_id)
         self._task_env = task_env(settings)
         self.history = HistoryWriter(backend.records)
+        self._renewals = Outage(f"lease renewal on queue {queue_name!r}", log)
 
     # -- lifecycle ---------------------------------------------------------------------
     def run(self, install_signals: bool = True) -> int:
@@ -386,5 +387,9 @@ class Worker:
                 r.hidden_until = now + self.settings.visibility_timeout
         except NotFound:
             log.warning("lost the lease on %s; another worker may run it too", r.task.key)
+        except TRANSIENT as exc:  # one line when it starts, then one a minute
+            self._renewals.failed(exc)
         except DagqError as exc:
             log.warning("could not extend %s: %s", r.task.key, exc)
+        else:
+            self._renewals.ok()

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from dagq.backends.sqlite import damage
 from dagq.errors import StoreUnavailable
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -156,8 +157,9 @@ class SqliteDb:
         try:
             conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout_s, isolation_level=None,
-                check_same_thread=False, cached_statements=256,
+                check_same_thread=False, cached_statements=256, factory=damage.Connection,
             )
+            conn.store_path = str(self.path)
             # SQLite's own busy handler sleeps 1, 2, 5, 10, ... ms; _retry waits far less.
             conn.execute("PRAGMA busy_timeout = 0")
             # A new file's switch to WAL needs the file to itself, and SQLite answers
