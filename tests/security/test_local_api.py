@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from dagq.backends.registry import open_backend
@@ -162,3 +163,12 @@ def test_configured_names_and_origins() -> None:
     assert guard.check("POST", {"host": "dagq.lab.example", "origin": "https://x.example"})
     assert guard.check("GET", {"host": "localhost", "origin": "https://x.example"}) is None
     assert RequestGuard.for_bind("127.0.0.1", ["*"]).host_allowed("anything.example")
+
+
+def test_the_status_page_cannot_be_framed_or_leak_its_key(api: tuple[str, int, str]) -> None:
+    _, _, url = api
+    resp = httpx.get(f"{url}/api/status?code=k", timeout=30)
+    assert resp.status_code == 200
+    assert "frame-ancestors 'none'" in resp.headers["content-security-policy"]
+    assert resp.headers["x-frame-options"] == "DENY"
+    assert resp.headers["referrer-policy"] == "no-referrer"

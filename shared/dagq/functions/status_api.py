@@ -31,7 +31,10 @@ def status_page() -> func.HttpResponse:
     return func.HttpResponse(page(), mimetype="text/html", charset="utf-8",
                              headers={"Cache-Control": "no-cache",
                                       "Content-Security-Policy": "default-src 'self'; "
-                                      "script-src 'unsafe-inline'; style-src 'unsafe-inline'"})
+                                      "script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                                      "frame-ancestors 'none'",
+                                      "X-Frame-Options": "DENY",
+                                      "Referrer-Policy": "no-referrer"})
 
 
 def graph(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
