@@ -9,7 +9,11 @@ e.g. the notice of a cancelled child workflow to its parent).
 Cancel also:
 
 * writes a hint record (partition ``cancels``) that workers poll with one read per
-  interval, to stop attempts they are running;
+  interval, to stop attempts they are running. The hint and the index's
+  ``cancel_requested`` flag are derived from the state, never from the request: after
+  its state write, every cancel or retry runs ``publish``, which writes both from the
+  state and re-reads the state until they agree (see ``dagq.protocol.cancels`` for why
+  concurrent requests then always end agreeing with the last state write);
 * ends ``cancelled`` every attempt it waits for that no worker is executing. A worker
   announces an attempt in its heartbeat *before* it checks the workflow and starts it,
   and it trusts a state read for at most ``ADMISSION_TTL_S``; so once that long has
@@ -30,7 +34,9 @@ from dataclasses import replace
 
 from dagq.core import engine
 from dagq.core.engine import WorkflowState, dumps, loads
+from dagq.crashpoints import crash_point
 from dagq.errors import (
+    DagqError,
     NotFound,
     PreconditionFailed,
     StoreError,
@@ -94,13 +100,13 @@ class Control:
             fx = engine.cancel(state, now)
             return fx if fx.changed() else None
 
+        # the hint first: a cancel that stops after its state write has workers told
+        # already (and the sweep finds it by its hint); an extra hint only costs a read
         self.backend.records.put(CANCELS, workflow_id, {"at": self.clock()})
-        try:
-            state, keys = self._commit(workflow_id, mutate)
-        except WorkflowFinished:
-            self.backend.records.delete(CANCELS, workflow_id)
-            raise
-        self._index(state, cancel_requested=True)
+        state, keys, etag = self._commit_or_publish(workflow_id, mutate)
+        crash_point("control_written")
+        self.publish(workflow_id, state, etag)
+        self._index(state)
         self._hand_over(workflow_id, "cancel", keys)
         return state
 
@@ -129,7 +135,7 @@ class Control:
             fx = engine.cancel_unstarted(state, now, seen)
             return fx if fx.changed() else None
 
-        state, keys = self._commit(workflow_id, mutate)
+        state, keys, _ = self._commit(workflow_id, mutate)
         self._index(state)
         self._hand_over(workflow_id, "cancel", keys)
         return state
@@ -153,16 +159,74 @@ class Control:
                 state.parent = replace(state.parent, attempt=parent.attempt)
             return engine.retry(state, now, rid, dispatch=False)
 
-        state, keys = self._commit(workflow_id, mutate)
-        self._index(state, cancel_requested=False)
-        self.backend.records.delete(CANCELS, workflow_id)
+        # the flag first: a retry that stops after its state write leaves a hint without
+        # a flag, which the sweep puts right (a flag without the state's cancel it would
+        # apply, for older clients)
+        self._flag(workflow_id, False)
+        state, keys, etag = self._commit_or_publish(workflow_id, mutate)
+        crash_point("control_written")
+        self.publish(workflow_id, state, etag)
+        self._index(state)
         self._hand_over(workflow_id, "retry", keys, rid,
                         parent.attempt if parent is not None else None)
         return rid, state
 
+    # -- the stop signal ----------------------------------------------------------------
+    def publish(self, workflow_id: str, state: WorkflowState | None = None,
+                etag: str | None = None) -> bool:
+        """Make the cancel hint and the index flag say what the stored state says, and
+        keep at it until a state read made after the last of those writes agrees (the
+        protocol in ``dagq.protocol.cancels``). ``state`` and ``etag``: what the caller
+        just wrote or read (read here if not given). Safe at any time, from anywhere;
+        True if the hint now asks workers to stop."""
+        if state is None or etag is None:
+            state, etag = self._read(workflow_id)
+        want = state is not None and state.cancel_requested
+        for _ in range(MAX_TRIES):
+            if want:  # hint, then flag; a withdrawal in the reverse order
+                self.backend.records.put(CANCELS, workflow_id, {"at": self.clock()})
+                self._flag(workflow_id, True)
+            else:
+                self._flag(workflow_id, False)
+                self.backend.records.delete(CANCELS, workflow_id)
+            try:
+                if etag is not None and self.backend.states.etag(workflow_id) == etag:
+                    return want  # no state write since the one these were taken from
+            except NotFound:
+                pass
+            state, etag = self._read(workflow_id)
+            if want == (state is not None and state.cancel_requested):
+                return want  # a state read after the writes agrees
+            want = not want
+        return want  # still changing: the request that wrote last publishes after us
+
+    def _read(self, workflow_id: str) -> tuple[WorkflowState | None, str | None]:
+        try:
+            data, etag = self.backend.states.read(workflow_id)
+        except NotFound:
+            return None, None
+        return loads(data), etag
+
+    def _flag(self, workflow_id: str, requested: bool) -> None:
+        with contextlib.suppress(NotFound):  # no index row: the coordinator reports it
+            self.backend.index.request_cancel(workflow_id, requested)
+
     # -- the write ----------------------------------------------------------------------
-    def _commit(self, workflow_id: str, mutate: Mutation) -> tuple[WorkflowState, list[str]]:
-        """Read, mutate, write under the ETag; the state and the new outbox keys."""
+    def _commit_or_publish(self, workflow_id: str, mutate: Mutation
+                           ) -> tuple[WorkflowState, list[str], str]:
+        """``_commit``; if it fails, first make the stop signal match the state again
+        (what the request wrote before it is undone), then raise."""
+        try:
+            return self._commit(workflow_id, mutate)
+        except DagqError:
+            with contextlib.suppress(DagqError):
+                self.publish(workflow_id)
+            raise
+
+    def _commit(self, workflow_id: str, mutate: Mutation
+                ) -> tuple[WorkflowState, list[str], str]:
+        """Read, mutate, write under the ETag; the state, the new outbox keys and the
+        stored state's ETag."""
         for _ in range(MAX_TRIES):
             try:
                 data, etag = self.backend.states.read(workflow_id)
@@ -171,24 +235,19 @@ class Control:
             state = loads(data)
             before = set(state.outbox)
             if mutate(state, self.clock()) is None:
-                return state, []
+                return state, [], etag
             try:
-                self.backend.states.replace(workflow_id, dumps(state), etag)
+                etag = self.backend.states.replace(workflow_id, dumps(state), etag)
             except PreconditionFailed:
                 continue  # a coordinator wrote meanwhile: apply to its state
-            return state, [k for k in state.outbox if k not in before]
+            return state, [k for k in state.outbox if k not in before], etag
         raise StoreError(f"workflow {workflow_id!r} kept changing during {MAX_TRIES} "
                          "attempts to write it; try again")
 
-    def _index(self, state: WorkflowState, cancel_requested: bool | None = None) -> None:
-        index = self.backend.index
-        try:
-            if cancel_requested is not None:
-                index.request_cancel(state.workflow_id, cancel_requested)
-            index.update_progress(state.workflow_id, status=state.status,
-                                  counts=state.counts(), updated_at=self.clock())
-        except NotFound:
-            pass  # a state without an index row: the coordinator reports it
+    def _index(self, state: WorkflowState) -> None:
+        with contextlib.suppress(NotFound):  # no index row: the coordinator reports it
+            self.backend.index.update_progress(state.workflow_id, status=state.status,
+                                               counts=state.counts(), updated_at=self.clock())
 
     def _hand_over(self, workflow_id: str, action: ControlAction, keys: list[str],
                    request_id: str | None = None, parent_attempt: int | None = None) -> None:

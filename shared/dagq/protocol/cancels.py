@@ -4,6 +4,20 @@ they read.
 The state stays the authority; the hint (one record per cancelled workflow in the
 ``cancels`` partition) lets a busy worker learn of cancels with one listing per interval
 instead of one state read per running attempt.
+
+The hint and the index's ``cancel_requested`` flag are a function of the state: both
+say ``state.cancel_requested``. Concurrent cancels and retries keep it so without
+conditional writes (records cannot be deleted conditionally): after its state write,
+each request writes both from what it wrote, then reads the state again (its ETag; the
+state only when that changed) and writes again until a read made after its last write
+agrees (``Control.publish``). The last write of the hint is thus followed by a read that
+agreed, and any state write after that read is followed by its own writer's hint write,
+so, once the requests return, the hint matches the last state write whatever order they
+landed in. A request that stopped between its state write and its last hint write leaves
+a hint without a flag (cancel writes its hint first, retry clears the flag first; a
+publish writes the hint before setting the flag and clears the flag before deleting the
+hint); pruning can leave a flag without a hint. The coordinator's sweep publishes both
+again for each such workflow (the state is the truth).
 """
 
 from __future__ import annotations
