@@ -11,6 +11,9 @@ import time
 from pathlib import Path
 
 DAGQ = str(Path(sys.executable).parent / "dagq")
+KILL_WORKER = ("p=$PPID; grep -q supervisor /proc/$p/cmdline && p=$(cut -d' ' -f4 /proc/$p/stat)"
+               "; kill -9 $p")
+"""A task that SIGKILLs its worker: its parent, or its supervisor's parent."""
 
 
 def test_an_attempt_that_keeps_killing_its_worker_is_failed_and_retried(tmp_path: Path) -> None:
@@ -19,7 +22,7 @@ def test_an_attempt_that_keeps_killing_its_worker_is_failed_and_retried(tmp_path
                DAGQ_HEARTBEAT_INTERVAL="0.3")
     (tmp_path / "wf.yaml").write_text(
         "name: poison\ntasks:\n"
-        "  - name: oom\n    num_retries: 1\n    kwargs: {cmd: 'kill -9 $PPID'}\n"
+        f"  - name: oom\n    num_retries: 1\n    kwargs: {{cmd: {json.dumps(KILL_WORKER)}}}\n"
         "  - name: after\n    depends_on: [oom]\n    kwargs: {cmd: 'true'}\n")
     wf_id = subprocess.run([DAGQ, "submit", str(tmp_path / "wf.yaml")], env=env, check=True,
                            capture_output=True, text=True).stdout.strip()

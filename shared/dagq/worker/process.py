@@ -1,5 +1,10 @@
 """Run one task process in its own process group, with timeout, cancellation and kill
-escalation to its whole process tree (``dagq.worker.proctree``)."""
+escalation to its whole process tree (``dagq.worker.proctree``).
+
+On Linux the process started is the task's supervisor (``dagq.worker.parentdeath``), the
+parent of the task's first process (which has a session and group of its own, as
+before); it kills the whole tree if this process dies, and otherwise ends as the task's
+first process did (same return code)."""
 
 from __future__ import annotations
 
@@ -142,9 +147,10 @@ def run_process(
     """Run ``argv``; SIGTERM its whole process tree on ``stop`` or timeout, SIGKILL after
     ``kill_timeout`` seconds; returns when the process (and, if stopped, its tree) ended."""
     token = proctree.new_token()
+    full_env = {**env, proctree.TOKEN_ENV: token}
     with open(log_path, "ab") as log, proctree.roots_lock():
         proc = subprocess.Popen(
-            wrap(argv), env={**env, proctree.TOKEN_ENV: token}, cwd=cwd,
+            wrap(argv, full_env), env=full_env, cwd=cwd,
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -158,7 +164,8 @@ def run_process(
         rc = proc.wait()
         if watch.stopped or watch.timed_out:
             # the shell leader dies at once on SIGTERM; the programs it started keep their
-            # grace (the watchdog SIGKILLs the whole tree after ``kill_timeout``)
+            # grace (the watchdog SIGKILLs the whole tree after ``kill_timeout``); the
+            # supervisor, if any, waits for them before it exits
             while watch.tree_alive() and watch.term_at != float("inf"):
                 time.sleep(0.05)
                 proctree.reap_orphans()  # zombies of re-parented members count as alive

@@ -3,7 +3,9 @@
 A task runs in its own process group, but programs may leave the group (``setsid``, a
 daemon's double fork). Members of a task are found three ways, on Linux through /proc:
 
-* the process group of the task's first process;
+* the process group of the *root*, the process started for the task (on Linux its
+  supervisor, ``dagq.worker.supervisor``, whose child, the task's first process, leads
+  a group of its own);
 * parent links: every process whose parent is a member;
 * a token in the environment (``DAGQ_PROCESS_TOKEN``), inherited by every descendant
   that keeps its environment, even once re-parented after its parent exited.
@@ -12,7 +14,10 @@ A worker process may also become a *child subreaper* (Linux ``PR_SET_CHILD_SUBRE
 orphaned descendants are then re-parented to it instead of to init, so they stay its
 descendants (``own_descendants``) and it reaps them (``reap_orphans``). A process that
 both leaves the session and clears its environment is only reachable that way (or with a
-cgroup or a container per task). Without /proc only the process group is signalled.
+cgroup or a container per task); the task supervisor is a subreaper too, so while it runs
+every process of the task is its descendant. ``signal_all`` signals the root's group,
+every group a member leads, and each other member. Without /proc only the process group
+is signalled.
 Members are identified by pid *and* start time, so a recycled pid is never signalled.
 """
 
@@ -141,13 +146,26 @@ def alive(member: Member) -> bool:
 
 
 def signal_all(root: int, known: Iterable[Member], sig: signal.Signals) -> None:
-    """Send ``sig`` to the group of ``root`` and to every member of ``known`` still alive."""
+    """Send ``sig`` to the group of ``root``, to every group led by a member of ``known``
+    still alive (at once: also to members forked since the scan), and to every other
+    member still alive (once each: a shell's trap does not run twice)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(root, sig)
-    for m in known:
-        if m[0] != root and alive(m):
+    groups = {root}
+    live = []
+    for pid, started in known:
+        st = _stat(pid)
+        if st is not None and st[0] != "Z" and st[3] == started:
+            live.append((pid, st[2]))
+    for pid, pgid in live:
+        if pid == pgid and pid not in groups:
+            groups.add(pid)
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(m[0], sig)
+                os.killpg(pid, sig)
+    for pid, pgid in live:
+        if pgid not in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
 
 
 def reap_orphans() -> int:
