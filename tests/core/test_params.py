@@ -101,3 +101,64 @@ def test_cli_values_follow_the_declared_type() -> None:
     assert parse_cli_value(bare, "k", "[1, 2]") == [1, 2]
     assert parse_cli_value(bare, "k", "hello") == "hello"
     assert parse_cli_value(bare, "k", "null") == "null"
+
+
+def test_placeholders_no_quoting_makes_safe_are_validation_errors() -> None:
+    found = problems(textwrap.dedent("""\
+        name: x
+        parameters:
+          label: {type: string}
+        tasks:
+          - name: ok
+            kwargs: {cmd: "printf '%s' '{params.label}' \\"{params.label}\\""}
+          - name: report
+            kwargs:
+              cmd: |
+                echo start
+                echo `date -d {params.label}`
+                echo "$(cat <<EOF
+                {params.label}
+                EOF
+                )"
+        """))
+    assert [(p.task, p.field, p.line) for p in found] == [
+        ("report", "tasks[1].kwargs.cmd", 9), ("report", "tasks[1].kwargs.cmd", 9)]
+    assert found[0].message.startswith("{params.label} on line 2 of cmd stands inside "
+                                       "backquotes")
+    assert found[1].message.startswith("{params.label} on line 4 of cmd comes after a "
+                                       "here-document (<<)")
+    assert 'env: {P: "{params.label}"} and "$P" in cmd' in found[0].message
+
+
+def test_a_refused_cmd_stored_before_the_check_fails_at_dispatch_not_in_the_shell() -> None:
+    with pytest.raises(ValueError, match=r"kwargs.cmd: \{params.v\} stands inside backquotes"):
+        render_kwargs({"cmd": "echo `echo {params.v}`"}, {"v": "$(touch pwned)"})
+    with pytest.raises(ValueError, match=r"kwargs\.env\.V: a parameter value"):
+        render_kwargs({"cmd": "true", "env": {"V": "{params.v}"}}, {"v": "a\x00b"})
+
+
+def test_cwd_gets_the_plain_value() -> None:
+    out = render_kwargs({"cmd": "pwd", "cwd": "/data/{params.day}"}, {"day": "2024-01-02"})
+    assert out["cwd"] == "/data/2024-01-02"
+
+
+@pytest.mark.parametrize("value", ["a\x00b", ["ok", "a\x00"], {"k": {"deep": "\x00"}},
+                                   {"k\x00": 1}])
+def test_values_with_a_nul_byte_are_refused_at_submit(value: object) -> None:
+    defn = load_definition("name: x\nparameters: {p: {type: " + (
+        "string" if isinstance(value, str) else "array" if isinstance(value, list)
+        else "object") + "}}\ntasks: [{name: a, kwargs: {cmd: 'printf %s {params.p}'}}]\n")
+    with pytest.raises(DefinitionError) as info:
+        apply_params(defn, {"p": value})
+    [problem] = info.value.problems
+    assert problem.field == "params.p"
+    assert problem.message.startswith("parameter 'p' contains a NUL byte")
+    undeclared = load_definition("name: x\ntasks: [{name: a, kind: noop}]\n")
+    with pytest.raises(DefinitionError, match="parameter 'q' contains a NUL byte"):
+        apply_params(undeclared, {"q": value})
+
+
+def test_a_nul_byte_in_the_definitions_own_params_is_a_validation_error() -> None:
+    found = problems('name: x\nparams: {p: "a\\0b"}\ntasks: [{name: a, kind: noop}]\n')
+    assert [(p.field, p.line) for p in found] == [("params.p", 2)]
+    assert "contains a NUL byte" in found[0].message

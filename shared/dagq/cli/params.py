@@ -23,13 +23,17 @@ def param_option(f: F) -> F:
 
 
 def split_params(pairs: tuple[str, ...]) -> list[tuple[str, str]]:
-    """``K=V`` texts as pairs; a usage error names one without ``=``."""
-    out = []
+    """``K=V`` texts as pairs; a usage error names one without ``=`` and a key given
+    twice (which value was meant?)."""
+    out: list[tuple[str, str]] = []
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
             raise click.UsageError(f"--param {pair!r} must look like KEY=VALUE, e.g. "
                                    "--param epochs=5")
+        if any(seen == name.strip() for seen, _ in out):
+            raise click.UsageError(f"--param {name.strip()} is given more than once; give "
+                                   "each parameter once")
         out.append((name.strip(), value))
     return out
 

@@ -9,11 +9,15 @@ A definition may declare its parameters::
 and a run gets values from ``params`` (the file, ``--param K=V``, the HTTP ``params``
 object, a parent workflow or a schedule). :func:`apply_params` merges the values of a
 run over the declared defaults when it is submitted and refuses unknown, missing and
-ill-typed ones. At dispatch, :func:`render_kwargs` puts the values into the task:
-``{params.NAME}`` in ``cmd`` becomes the value **shell-quoted** (so a value can never
-add a command), in ``env`` values and ``args`` strings the plain text, and an ``args``
-value that is exactly ``"{params.NAME}"`` the JSON value itself. ``{{params.NAME}}``
-stands for the literal text ``{params.NAME}``. Pure: no I/O.
+ill-typed ones, and values holding a NUL byte. At dispatch, :func:`render_kwargs` puts
+the values into the task: ``{params.NAME}`` in ``cmd`` becomes the value quoted for the
+place it stands in (outside quotes, inside ``'...'`` or inside ``"..."``, see
+:mod:`dagq.core.shell_context`), so that ``/bin/sh`` reads it as that text and nothing
+else; validation refuses ``{params.NAME}`` where no quoting can do that (inside
+backquotes, ``${...}``, ``$((...))``, a comment, after a here-document...). In ``env``
+values, ``cwd`` and ``args`` strings it becomes the plain text, and an ``args`` value
+that is exactly ``"{params.NAME}"`` the JSON value itself. ``{{params.NAME}}`` stands
+for the literal text ``{params.NAME}``. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from dagq.core.model import WorkflowDef
 from dagq.core.rules import MAX_NESTING, describe, json_problems
+from dagq.core.shell_context import PLACEHOLDER_RE, Slot, quote, scan
 from dagq.errors import DefinitionError, Problem
 
 TYPES: dict[str, tuple[type, ...]] = {
@@ -37,7 +41,7 @@ TYPES: dict[str, tuple[type, ...]] = {
 """Declarable parameter types (JSON types) and the Python types of their values."""
 SPEC_KEYS = ("type", "default", "required", "description")
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_REF_RE = re.compile(r"\{\{params\.([A-Za-z_]\w*)\}\}|\{params\.([A-Za-z_]\w*)\}")
+_REF_RE = PLACEHOLDER_RE
 _WHOLE_RE = re.compile(r"\{params\.([A-Za-z_]\w*)\}")
 
 Found = Iterator[tuple[str, str]]
@@ -126,6 +130,62 @@ def reference_problems(defn: WorkflowDef, kwargs: Mapping[str, Any]) -> Found:
                        + "}} for the literal text"), where
 
 
+def nul_problems(params: object) -> Found:
+    """Parameter values (or keys within them) holding a NUL byte: no command line,
+    environment variable or path can carry one, so they are refused at submit."""
+    if not isinstance(params, Mapping):
+        return
+    for name, value in params.items():
+        if isinstance(name, str) and "\x00" in name:
+            yield f"parameter name {name!r} contains a NUL byte", "params"
+            continue
+        bad = _nul_at(value)
+        if bad is not None:
+            inner = f" (at {bad})".replace("\x00", "\\x00") if bad else ""
+            yield (f"parameter {name!r} contains a NUL byte{inner}, which no command line, "
+                   "environment variable or path can hold"), f"params.{name}"
+
+
+def _nul_at(value: Any) -> str | None:
+    """Where in ``value`` a text or a key holds a NUL byte ("" for ``value`` itself)."""
+    stack = [(value, "", 0)]
+    while stack:
+        item, at, level = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return at
+        elif level >= MAX_NESTING:
+            continue
+        elif isinstance(item, Mapping):
+            for k, v in item.items():
+                where = f"{at}.{k}" if at else str(k)
+                if isinstance(k, str) and "\x00" in k:
+                    return where
+                stack.append((v, where, level + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{at}[{i}]", level + 1) for i, v in enumerate(item))
+    return None
+
+
+def cmd_problems(cmd: object) -> Iterator[str]:
+    """Why each ``{params.NAME}`` of a ``cmd`` template that no quoting can make plain
+    text for ``/bin/sh`` is refused (nothing for one that is fine everywhere)."""
+    if not isinstance(cmd, str) or "{params." not in cmd:
+        return
+    many = "\n" in cmd.strip("\n")
+    for piece in scan(cmd):
+        if isinstance(piece, Slot) and piece.refused:
+            yield _refusal(piece, many)
+
+
+def _refusal(slot: Slot, many: bool) -> str:
+    where = f" on line {slot.line} of cmd" if many else ""
+    ref = "{params." + slot.name + "}"
+    return (f"{ref}{where} {slot.refused}, where dagq cannot write a value that the shell "
+            f"is sure to read as plain text; give it through env instead, e.g. env: "
+            f"{{P: \"{ref}\"}} and \"$P\" in cmd")
+
+
 def definition_problems(defn: WorkflowDef, skip: Sequence[int] = b"") -> Iterator[
         tuple[str, int | None, str]]:
     """Every parameter problem of ``defn`` as ``(message, task index or None, field)``
@@ -137,6 +197,8 @@ def definition_problems(defn: WorkflowDef, skip: Sequence[int] = b"") -> Iterato
             yield message, None, where
     for message, where in value_problems(defn):
         yield message, None, where
+    for message, where in nul_problems(defn.params):
+        yield message, None, where
     tasks = defn.tasks if isinstance(defn.tasks, list | tuple) else ()
     for i, task in enumerate(tasks):
         if i < len(skip) and skip[i]:
@@ -145,6 +207,8 @@ def definition_problems(defn: WorkflowDef, skip: Sequence[int] = b"") -> Iterato
         if isinstance(kwargs, Mapping):
             for message, where in reference_problems(defn, kwargs):
                 yield message, i, where
+            for message in cmd_problems(kwargs.get("cmd")):
+                yield message, i, "kwargs.cmd"
 
 
 def apply_params(defn: WorkflowDef, given: Mapping[str, Any] | None = None) -> WorkflowDef:
@@ -157,6 +221,7 @@ def apply_params(defn: WorkflowDef, given: Mapping[str, Any] | None = None) -> W
             params[name] = spec["default"]
     out = replace(defn, params=params) if params != dict(defn.params) else defn
     problems = [Problem(m, field=f) for m, f in value_problems(out)]
+    problems += [Problem(m, field=f) for m, f in nul_problems(params)]
     for name, spec in declared.items():
         if name not in params and isinstance(spec, Mapping) and is_required(spec):
             kind = spec.get("type", "string")
@@ -188,18 +253,54 @@ def parse_cli_value(defn: WorkflowDef, name: str, text: str) -> Any:
 
 
 def render_kwargs(kwargs: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with ``{params.NAME}`` replaced (see the module docstring)."""
+    """``kwargs`` with ``{params.NAME}`` replaced (see the module docstring);
+    ``ValueError`` for a placeholder in ``cmd`` that validation refuses, or a value with
+    a NUL byte for ``cmd``, ``env`` or ``cwd`` (a definition stored before those checks)."""
     out = dict(kwargs)
     if isinstance(out.get("cmd"), str):
-        out["cmd"] = _substitute(out["cmd"], params, quote=True)
+        out["cmd"] = render_cmd(out["cmd"], params)
     env = out.get("env")
     if isinstance(env, Mapping):
-        out["env"] = {k: _substitute(v, params, quote=False) if isinstance(v, str) else v
+        out["env"] = {k: _process_text(v, params, f"env.{k}") if isinstance(v, str) else v
                       for k, v in env.items()}
+    if isinstance(out.get("cwd"), str):
+        out["cwd"] = _process_text(out["cwd"], params, "cwd")
     args = out.get("args")
     if isinstance(args, Mapping):
         out["args"] = {k: _render_value(v, params) for k, v in args.items()}
     return out
+
+
+def render_cmd(cmd: str, params: Mapping[str, Any]) -> str:
+    """``cmd`` with each ``{params.NAME}`` written for the place it stands in, so that
+    ``/bin/sh -c`` reads it as the value's text (``ValueError`` where it cannot)."""
+    if "{params." not in cmd:
+        return cmd
+    many = "\n" in cmd.strip("\n")
+    out = []
+    for piece in scan(cmd, params):
+        if isinstance(piece, str):
+            out.append(piece)
+            continue
+        if piece.refused:
+            raise ValueError(f"kwargs.cmd: {_refusal(piece, many)}")
+        out.append(quote(_text(params, piece.name, "cmd"), piece.context))
+    return "".join(out)
+
+
+def _process_text(text: str, params: Mapping[str, Any], field: str) -> str:
+    done = _substitute(text, params)
+    if "\x00" in done and "\x00" not in text:
+        raise ValueError(f"kwargs.{field}: a parameter value put there contains a NUL byte")
+    return done
+
+
+def _text(params: Mapping[str, Any], name: str, field: str) -> str:
+    value = params[name]
+    shown = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    if "\x00" in shown:
+        raise ValueError(f"kwargs.{field}: parameter {name!r} contains a NUL byte")
+    return shown
 
 
 def _render_value(value: Any, params: Mapping[str, Any]) -> Any:
@@ -207,7 +308,7 @@ def _render_value(value: Any, params: Mapping[str, Any]) -> Any:
         whole = _WHOLE_RE.fullmatch(value)
         if whole and whole.group(1) in params:
             return params[whole.group(1)]
-        return _substitute(value, params, quote=False)
+        return _substitute(value, params)
     if isinstance(value, list | tuple):
         return [_render_value(v, params) for v in value]
     if isinstance(value, Mapping):
@@ -215,7 +316,7 @@ def _render_value(value: Any, params: Mapping[str, Any]) -> Any:
     return value
 
 
-def _substitute(text: str, params: Mapping[str, Any], *, quote: bool) -> str:
+def _substitute(text: str, params: Mapping[str, Any]) -> str:
     def one(match: re.Match[str]) -> str:
         if match.group(1) is not None:
             return "{params." + match.group(1) + "}"
@@ -223,8 +324,7 @@ def _substitute(text: str, params: Mapping[str, Any], *, quote: bool) -> str:
         if name not in params:
             return match.group(0)
         value = params[name]
-        shown = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-        return shlex.quote(shown) if quote else shown
+        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
     return _REF_RE.sub(one, text)
 

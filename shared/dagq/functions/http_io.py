@@ -86,12 +86,17 @@ def require_json(req: func.HttpRequest, body: bytes, what: str) -> None:
 
 
 def object_param(req: func.HttpRequest, name: str) -> dict[str, Any] | None:
-    """A query value holding a JSON object (e.g. ``params={"epochs": 5}``); 400 otherwise."""
+    """A query value holding a JSON object (e.g. ``params={"epochs": 5}``); 400 otherwise,
+    and for an object that names one key twice (which value was meant?)."""
     value = text_param(req, name)
     if value is None:
         return None
     try:
-        data = json.loads(value)
+        data = json.loads(value, object_pairs_hook=_unique_keys)
+    except _RepeatedKey as exc:
+        raise ApiError(400, "bad_parameter",
+                       f"query parameter {name} gives the key {exc.key!r} more than once; "
+                       "give each key once", [{"parameter": name, "key": exc.key}]) from None
     except ValueError as exc:
         data = exc
     if not isinstance(data, dict):
@@ -99,6 +104,21 @@ def object_param(req: func.HttpRequest, name: str) -> dict[str, Any] | None:
                        f"query parameter {name} must be a JSON object such as "
                        f'{{"epochs": 5}}, got {value[:80]!r}', [{"parameter": name}])
     return data
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
 
 
 def text_param(req: func.HttpRequest, name: str) -> str | None:
