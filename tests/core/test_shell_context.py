@@ -48,6 +48,7 @@ CONTEXTS = {  # template -> what it prints for value v
     "[[ a == a ]] 2>/dev/null; printf %s {params.p}": "{v}",
     "printf %s {params.p} # it's the end": "{v}",
     "eval true; printf %s {params.p}": "{v}",
+    "a[1]=2 2>/dev/null; x[1] 2>/dev/null; printf %s {params.p}": "{v}",
     "eval true\nprintf %s {params.p}": "{v}",
 }
 
@@ -96,6 +97,10 @@ REFUSED = {
     "[[ {params.p} -eq 1 ]]": "inside [[ ... ]]",
     '[[ "{params.p}" -eq 1 ]]': "inside [[ ... ]]",
     "eval printf %s {params.p}": "in an eval command",
+    "a[{params.p}]=1": "name[...] array subscript",
+    "a['{params.p}']=1; a[1]=2": "name[...] array subscript",
+    "a[(1) + {params.p}]=1": "name[...] array subscript",
+    "a[b[1]{params.p}]=1": "name[...] array subscript",
     'x=1 eval "echo {params.p}"': "in an eval command",
     "echo $'{params.p}'": "inside $'...'",
     'echo $"{params.p}"': 'inside $"..."',

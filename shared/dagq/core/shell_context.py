@@ -12,10 +12,11 @@ mode) tokenises it and gives each placeholder one of three contexts:
 
 A placeholder is *refused* (:attr:`Slot.refused` says why) where no quoting makes a
 value plain text: inside backquotes, ``${...}``, ``$((...))``, ``((...))``, ``$[...]``,
-``[[ ... ]]`` (bash evaluates its ``-eq`` operands), ``$'...'``, ``$"..."``, a comment
-or the arguments of ``eval``; right after a ``\\`` or a ``$``; after a here-document
-(``<<``), a ``case`` inside ``$(...)`` or anything else where dash and bash could
-disagree about what follows; and anywhere in a command that ends inside unclosed quotes.
+``[[ ... ]]`` (bash evaluates its ``-eq`` operands) or a ``name[...]`` array subscript,
+``$'...'``, ``$"..."``, a comment or the arguments of ``eval``; right after a ``\\``
+or a ``$``; after a here-document (``<<``), a ``case`` inside ``$(...)`` or anything
+else where dash and bash could disagree about what follows; and anywhere in a command
+that ends inside unclosed quotes.
 
 The guarantee is about the ``/bin/sh`` that runs ``cmd``: a program that is handed the
 value and treats it as code (``eval``, ``sh -c``, ``python -c``, an awk program, bash
@@ -34,6 +35,7 @@ PLACEHOLDER_RE = re.compile(r"\{\{params\.([A-Za-z_]\w*)\}\}|\{params\.([A-Za-z_
 WORD, SINGLE, DOUBLE = "word", "single", "double"
 """The contexts a value can be written in (see the module docstring)."""
 _DQ_SPECIAL = re.compile(r'([\\$`"])')
+_NAME = re.compile(r"[A-Za-z_]\w*")
 _NAMES = {"sq": "'...'", "dq": '"..."', "ansi": "$'...'", "bq": "backquotes `...`",
           "brace": "${...}", "arith": "arithmetic $((...))", "bracket": "arithmetic $[...]",
           "sub": "$(...)"}
@@ -91,7 +93,8 @@ class _Frame:
     """One open construct: ``script`` (the command line, or the inside of ``$(...)``
     when ``sub``) or one of the kinds named in ``_NAMES`` (and ``comment``)."""
 
-    __slots__ = ("depth", "dollar", "eval", "kind", "sub", "test", "word", "word_start")
+    __slots__ = ("depth", "dollar", "eval", "index", "kind", "sub", "test", "word",
+                 "word_start")
 
     def __init__(self, kind: str, *, sub: bool = False, dollar: bool = False) -> None:
         self.kind, self.sub, self.dollar = kind, sub, dollar
@@ -102,6 +105,9 @@ class _Frame:
         """Inside ``[[ ... ]]``."""
         self.eval = False
         """In a simple command with the word ``eval``."""
+        self.index = 0
+        """Open ``[`` of a ``name[...]`` array subscript (bash reads one to its ``]``,
+        blanks and operators included)."""
 
 
 class _Lexer:
@@ -153,6 +159,9 @@ class _Lexer:
             refused = "stands in an eval command, which runs its arguments as shell code"
         elif refused is None and script.test:
             refused = f"stands inside {_TEST}"
+        elif refused is None and script.index:
+            refused = ("stands in a name[...] array subscript (bash reads it as arithmetic, "
+                       "which can run commands)")
         if top.kind == "script":
             top.word_start, top.word = False, None
         elif top.kind == "sq":
@@ -236,6 +245,10 @@ class _Lexer:
         if c == "$":
             f.word = None
             return self.dollar(i, "script")
+        if f.index:
+            f.index += (c == "[") - (c == "]")
+        elif c == "[" and f.word is not None and _NAME.fullmatch(f.word):
+            f.index = 1
         if start:
             f.word = c
         elif f.word is not None:
