@@ -1,11 +1,14 @@
 """A worker's death takes its tasks' whole process trees: background children, double
 forks, ``setsid`` children, even one that also dropped its environment (found only as a
 descendant of the task's supervisor, a child subreaper). The supervisor is invisible
-otherwise: return codes, signals, the environment and stops read as before."""
+otherwise: return codes, signals, the environment and stops read as before. Each test
+runs under both supervisors, the compiled one (``supervisor.c``, built here into a
+temporary folder) and the Python one, chosen by ``$DAGQ_SUPERVISOR``."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import py_compile
 import shutil
@@ -24,8 +27,9 @@ from dagq.worker.process import run_process
 from tests.e2e.harness import eventually
 from tests.worker.stack import SCRIPTS, Stack
 
-pytestmark = pytest.mark.skipif(not parentdeath.available(),
-                                reason="needs Linux with /proc (the task supervisor)")
+pytestmark = [pytest.mark.skipif(not parentdeath.available(),
+                                 reason="needs Linux with /proc (the task supervisor)"),
+              pytest.mark.usefixtures("impl")]
 
 SHAPES = {
     "background_grandchild": ("sleep {m} & wait", 1),
@@ -70,6 +74,36 @@ def _kill(marker: str) -> None:
 
 def _gone(marker: str) -> bool:
     return not _procs(marker)
+
+
+def build_supervisor(out: Path) -> Path:
+    """``supervisor.c`` compiled to ``out`` as ``scripts/setup`` does (skips without cc)."""
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler (cc) to build dagq-supervisor from supervisor.c")
+    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out),
+                    str(parentdeath.SUPERVISOR_C)], check=True, timeout=120)
+    return out
+
+
+@pytest.fixture(scope="session")
+def compiled_supervisor(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``dagq-supervisor``, built for this test session."""
+    return build_supervisor(tmp_path_factory.mktemp("supervisor") / parentdeath.BINARY)
+
+
+@pytest.fixture(params=["c", "python"])
+def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The supervisor tasks run under (``$DAGQ_SUPERVISOR``, seen by the stand-in workers
+    too): the compiled one or ``supervisor.py``; its path."""
+    if request.param == "c":
+        chosen = str(request.getfixturevalue("compiled_supervisor"))
+    else:
+        chosen = str(parentdeath.SUPERVISOR)
+    monkeypatch.setenv(parentdeath.SUPERVISOR_ENV, chosen)
+    parentdeath.command.cache_clear()
+    yield chosen
+    parentdeath.command.cache_clear()
 
 
 @pytest.fixture
@@ -117,13 +151,14 @@ def test_kill_9_during_a_stop_kills_what_outlives_the_first_process(
 
 
 @pytest.mark.slow
-def test_kill_9_of_a_real_worker_kills_every_task_tree(sqlite_stack: Stack,
-                                                      marker: str) -> None:
+def test_kill_9_of_a_real_worker_kills_every_task_tree(sqlite_stack: Stack, marker: str,
+                                                      impl: str) -> None:
     """``dagq worker`` with four tasks of the four shapes at once, then kill -9."""
     tasks = [{"name": name, "kwargs": {"cmd": cmd.format(m=marker)}}
              for name, (cmd, _) in sorted(SHAPES.items())]
     sqlite_stack.coordinator()
-    worker = sqlite_stack.worker("default", "--concurrency", str(len(tasks)))
+    worker = sqlite_stack.worker("default", "--concurrency", str(len(tasks)),
+                                 env={parentdeath.SUPERVISOR_ENV: impl})
     sqlite_stack.submit("trees", tasks)
     want = sum(n for _, n in SHAPES.values())
     eventually(lambda: len(_sleepers(marker)) == want, "every task to start", 60)
@@ -159,6 +194,7 @@ def test_the_task_gets_exactly_the_environment_given(tmp_path: Path, ctype: str 
     assert seen == env and token
 
 
+@pytest.mark.parametrize("impl", ["python"], indirect=True)
 def test_the_compiled_supervisor_is_run_only_while_up_to_date(tmp_path: Path) -> None:
     source = tmp_path / "supervisor.py"
     source.write_bytes(parentdeath.SUPERVISOR.read_bytes())
@@ -222,8 +258,86 @@ def test_a_worker_gone_before_the_supervisor_started_runs_nothing(tmp_path: Path
     assert not ran.exists()
 
 
-def test_a_bad_command_line_is_refused() -> None:
-    argv = [sys.executable, "-I", "-S", str(parentdeath.SUPERVISOR), "x", "--", "true"]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+@pytest.mark.parametrize("args", [["x", "--", "true"], ["", "--", "true"], ["1"],
+                                  ["1", "--"], ["--", "true"], ["1", "--set", "A", "--", "true"],
+                                  ["1", "--unset", "--", "true"],
+                                  ["1", "--bogus", "A", "--", "true"]])
+def test_a_bad_command_line_is_refused(args: list[str]) -> None:
+    out = subprocess.run([*parentdeath.command(), *args], capture_output=True, text=True,
+                         timeout=30)
     assert out.returncode == supervisor.EXIT_USAGE
     assert "usage" in out.stderr
+
+
+def test_set_and_unset_are_applied() -> None:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GONE": "x", "A": "old"}
+    argv = [*parentdeath.command(), str(os.getpid()), "--set", "A=b=c", "--unset", "GONE",
+            "--set", "NEW=", "--", shutil.which("env") or "/usr/bin/env"]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
+    seen = dict(line.split("=", 1) for line in out.stdout.splitlines())
+    seen.pop("LC_CTYPE", None)  # the interpreter's locale coercion, not undone here
+    assert (out.returncode, seen) == (0, {"PATH": env["PATH"], "A": "b=c", "NEW": ""})
+
+
+def test_the_chosen_supervisor_is_the_one_run(impl: str) -> None:
+    argv = parentdeath.wrap(["true"], {})
+    if impl.endswith(".py"):
+        script = parentdeath.script(Path(impl))
+        assert argv == [sys.executable, "-I", "-S", script, str(os.getpid()),
+                        "--unset", "LC_CTYPE", "--", "true"]
+    else:  # no locale coercion to undo
+        assert argv == [impl, str(os.getpid()), "--", "true"]
+
+
+@pytest.mark.parametrize("impl", ["python"], indirect=True)
+def test_the_compiled_supervisor_is_found_beside_the_interpreter_then_on_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled_supervisor: Path) -> None:
+    bin_dir, path_dir = tmp_path / "venv" / "bin", tmp_path / "path"
+    bin_dir.mkdir(parents=True)
+    path_dir.mkdir()
+    on_path, beside = path_dir / parentdeath.BINARY, bin_dir / parentdeath.BINARY
+    python = bin_dir / "python"
+    python.symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setenv("PATH", str(path_dir))
+    monkeypatch.delenv(parentdeath.SUPERVISOR_ENV)
+    assert parentdeath.find_binary() is None
+    shutil.copy(compiled_supervisor, on_path)
+    assert parentdeath.find_binary() == str(on_path)
+    shutil.copy(compiled_supervisor, beside)
+    assert parentdeath.find_binary() == str(beside)
+    monkeypatch.setenv(parentdeath.SUPERVISOR_ENV, str(on_path))
+    assert parentdeath.find_binary() == str(on_path)
+    monkeypatch.setenv(parentdeath.SUPERVISOR_ENV, str(parentdeath.SUPERVISOR))
+    assert parentdeath.find_binary() is None
+
+
+@pytest.mark.parametrize("impl", ["python"], indirect=True)
+def test_without_the_compiled_supervisor_the_python_one_runs_with_one_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.delenv(parentdeath.SUPERVISOR_ENV)
+    monkeypatch.setattr(parentdeath, "find_binary", lambda: None)
+    parentdeath.command.cache_clear()
+    with caplog.at_level(logging.WARNING, logger=parentdeath.__name__):
+        first = parentdeath.wrap(["true"], {})
+        assert parentdeath.wrap(["true"], {}) == first
+    assert first[:3] == [sys.executable, "-I", "-S"]
+    assert first[first.index("--") - 2:first.index("--")] == ["--unset", "LC_CTYPE"]
+    assert len(caplog.records) == 1
+    assert "20 ms" in caplog.text and "scripts/setup" in caplog.text
+    assert _run(tmp_path, ["/bin/sh", "-c", "exit 7"])[0] == 7
+
+
+@pytest.mark.parametrize("impl", ["c"], indirect=True)
+def test_a_compiled_supervisor_older_than_its_source_is_run_with_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled_supervisor: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    stale = tmp_path / parentdeath.BINARY
+    shutil.copy(compiled_supervisor, stale)
+    os.utime(stale, (0, 0))
+    monkeypatch.setenv(parentdeath.SUPERVISOR_ENV, str(stale))
+    parentdeath.command.cache_clear()
+    with caplog.at_level(logging.WARNING, logger=parentdeath.__name__):
+        assert parentdeath.command() == (str(stale),)
+    assert "older than its source" in caplog.text

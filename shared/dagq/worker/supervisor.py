@@ -4,6 +4,10 @@ The worker starts every task through this script (``parentdeath.wrap``)::
 
     python -I -S supervisor.py WORKER_PID [--unset NAME | --set NAME=VALUE]... -- ARGV...
 
+or, where it is built (``scripts/setup``, the worker images), through ``supervisor.c``
+compiled, ``dagq-supervisor``, which does the same in about 1 ms instead of an
+interpreter's 20; keep the two in step (``tests/worker/test_parentdeath.py`` runs both).
+
 ``-I -S`` and the modules it uses (``posix``, ``_signal``, ``_ctypes``: nothing of dagq,
 no site packages) keep its start to little more than the interpreter's. It runs alone in
 the session the worker made for the task, and
