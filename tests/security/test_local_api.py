@@ -172,3 +172,11 @@ def test_the_status_page_cannot_be_framed_or_leak_its_key(api: tuple[str, int, s
     assert "frame-ancestors 'none'" in resp.headers["content-security-policy"]
     assert resp.headers["x-frame-options"] == "DENY"
     assert resp.headers["referrer-policy"] == "no-referrer"
+
+
+def test_a_query_parameter_given_twice_is_refused(api: tuple[str, int, str]) -> None:
+    store, port, _ = api
+    status, answer = request(port, "POST", '/api/workflows?params={"a":1}&params={"a":2}', {
+        "Host": f"127.0.0.1:{port}", "Content-Type": "application/yaml"}, DEFINITION)
+    assert status == 400 and isinstance(answer, dict) and "more than once" in str(answer["error"])
+    assert workflows(store) == []

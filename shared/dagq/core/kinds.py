@@ -68,7 +68,9 @@ class TaskKind:
 SHELL = TaskKind(
     "shell", "a shell command line run through /bin/sh -c", marker="cmd",
     keys={"cmd": {"description": "Shell command line (through /bin/sh -c). {params.NAME} is "
-                                 "replaced by the parameter's value, shell-quoted.",
+                                 "replaced by the parameter's value, quoted for where it "
+                                 "stands (refused inside backquotes, ${...}, arithmetic "
+                                 "and comments).",
                   "type": "string", "minLength": 1, "pattern": "\\S"},
           "env": _ENV, "cwd": _CWD, "bg_dirsync_to": _DIRSYNC, "gpus": _GPUS})
 FUNCTION = TaskKind(

@@ -189,8 +189,13 @@ class LocalHost:
             if environ.get(key):
                 headers[key.replace("_", "-").lower()] = str(environ[key])
         raw = str(environ.get("dagq.raw_path") or environ.get("PATH_INFO") or "/")
-        query = {k: v[0] for k, v in parse_qs(str(environ.get("QUERY_STRING") or ""),
-                                               keep_blank_values=True).items()}
+        parsed = parse_qs(str(environ.get("QUERY_STRING") or ""), keep_blank_values=True)
+        repeated = sorted(k for k, v in parsed.items() if len(v) > 1)
+        if repeated:  # which one was meant? refuse rather than pick one
+            return self._write(_error(400, "bad_parameter",
+                                      f"query parameter {repeated[0]} is given more than "
+                                      "once; give it once"), start_response)
+        query = {k: v[0] for k, v in parsed.items()}
         declared = headers.get("content-length", "")
         size = int(declared) if declared.isdigit() else 0
         # an oversized body is left unread: the handler answers 413 from the declared length
