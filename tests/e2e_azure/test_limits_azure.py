@@ -65,7 +65,7 @@ def test_task_names_at_the_encoded_limit_work_and_one_over_is_refused(az: Dagq) 
 
 def test_dot_and_slash_task_names_keep_their_own_objects(
         az: Dagq, az_backend: Backend) -> None:
-    names = ["x", "x.", "a/../b", "b", "ck", "ck/x"]
+    names = ["x", "x.", "a/.../b", "b", "ck", "ck/x"]  # "a/../b" is refused
     tasks = [{"name": n, "kwargs": {  # each task its own local directory d{i}
         "cmd": f"mkdir -p d{i} && echo \"$DAGQ_TASK\" > d{i}/who.txt; {EMIT}",
         "bg_dirsync_to": f"d{i}"}} for i, n in enumerate(names)]

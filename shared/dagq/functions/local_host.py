@@ -30,7 +30,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import azure.functions as func
 
-from dagq.functions.local_guard import RequestGuard
+from dagq.functions.local_guard import SAFE_METHODS, RequestGuard
 
 log = logging.getLogger("dagq.functions.local_host")
 
@@ -190,8 +190,9 @@ class LocalHost:
                 headers[key.replace("_", "-").lower()] = str(environ[key])
         raw = str(environ.get("dagq.raw_path") or environ.get("PATH_INFO") or "/")
         parsed = parse_qs(str(environ.get("QUERY_STRING") or ""), keep_blank_values=True)
+        method = str(environ.get("REQUEST_METHOD", "GET")).upper()
         repeated = sorted(k for k, v in parsed.items() if len(v) > 1)
-        if repeated:  # which one was meant? refuse rather than pick one
+        if repeated and method not in SAFE_METHODS:  # which one was meant? refuse to guess
             return self._write(_error(400, "bad_parameter",
                                       f"query parameter {repeated[0]} is given more than "
                                       "once; give it once"), start_response)
