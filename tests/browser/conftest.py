@@ -23,13 +23,19 @@ def chromium_binary() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """One headless Chromium for the module (skipped with a reason when none is installed)."""
+def launch(*flags: str) -> Iterator[Browser]:
+    """A headless Chromium with extra ``flags`` until the generator is closed (the test is
+    skipped with a reason when none is installed)."""
     binary = chromium_binary()
     if binary is None:
         pytest.skip("no chromium on PATH: scripts/test installs it with apt-get "
                     "(apt-get install -y chromium); the install was impossible here")
-    b = Browser(binary)
+    b = Browser(binary, flags)
     yield b
     b.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One headless Chromium for the module (skipped with a reason when none is installed)."""
+    yield from launch()

@@ -19,7 +19,7 @@ from dagq.functions.http_api import http_blueprint
 from dagq.functions.runtime import Runtime
 from dagq.functions.status_api import status_blueprint
 from tests.browser.cdp import Browser
-from tests.browser.conftest import chromium_binary
+from tests.browser.conftest import launch
 from tests.functions.host import app_of
 from tests.functions.loopback import serve
 from tests.security.test_local_api import workflows
@@ -92,13 +92,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, s
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    binary = chromium_binary()
-    if binary is None:
-        pytest.skip("no chromium on PATH: scripts/test installs it with apt-get "
-                    "(apt-get install -y chromium); the install was impossible here")
-    b = Browser(binary, ("--host-resolver-rules=MAP evil.example 127.0.0.1",))
-    yield b
-    b.close()
+    """Chromium resolving ``evil.example`` to this machine."""
+    yield from launch("--host-resolver-rules=MAP evil.example 127.0.0.1")
 
 
 def test_a_page_on_another_site_cannot_submit(browser: Browser, site: tuple[str, str, str],
