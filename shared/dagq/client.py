@@ -2,7 +2,7 @@
 
 The CLI, the HTTP API and the coordinator (for child workflows) all use this class; it
 holds no engine logic beyond creating the initial state and applying cancel and retry
-(``dagq.control``); every other transition is applied by the coordinator from messages
+(``dagq.runtime.control``); every other transition is applied by the coordinator from messages
 on the completion queue.
 """
 
@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dagq import attempts, task_rows
-from dagq.control import Control
 from dagq.core import engine
 from dagq.core.engine import WorkflowState, dumps, loads
 from dagq.core.engine.graph import KIND_CHILD
@@ -39,16 +37,18 @@ from dagq.errors import (
     WorkflowNotFound,
 )
 from dagq.gc_pause import paused
-from dagq.observe import explanations, gather_facts, graph_of
 from dagq.ports import Backend, IndexRow
-from dagq.protocol import names
+from dagq.protocol import attempts, names
 from dagq.protocol.messages import ControlAction, ControlMessage
 from dagq.protocol.outputs import fetch_verified
-from dagq.task_details import LogRead, attempt_finished, enrich
-from dagq.task_rows import TaskPage
-from dagq.tasklogs import read_log
-from dagq.waiting import poll_until_terminal
-from dagq.worker.dirsync import download_synced, list_synced, read_synced
+from dagq.protocol.synced import download_synced, list_synced, read_synced
+from dagq.protocol.tasklogs import read_log
+from dagq.runtime.control import Control
+from dagq.views import task_rows
+from dagq.views.observe import explanations, gather_facts, graph_of
+from dagq.views.task_details import LogRead, attempt_finished, enrich
+from dagq.views.task_rows import TaskPage
+from dagq.views.waiting import poll_until_terminal
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class WorkflowClient:
     # -- control -----------------------------------------------------------------------
     def cancel(self, workflow_id: str, *, settle: bool = True,
                on_written: Callable[[], object] | None = None) -> WorkflowState:
-        """Cancel a workflow and all its active descendants; see ``dagq.control``.
+        """Cancel a workflow and all its active descendants; see ``dagq.runtime.control``.
 
         When this returns, tasks that had not started are ``cancelled`` and running ones
         are being stopped (``settle=False`` leaves attempts no worker runs to the

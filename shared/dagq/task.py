@@ -176,7 +176,7 @@ def fetch_dir(task: str | None = None, dest: str | Path = ".",
     ``task`` defaults to this task (a retried attempt resuming from its checkpoints) and
     may be the ``dest`` name a sync spec gave; ``workflow_id`` defaults to this workflow.
     """
-    from dagq.worker.dirsync import download_synced
+    from dagq.protocol.synced import download_synced
 
     wf = workflow_id or _env("DAGQ_WORKFLOW_ID")
     return download_synced(_backend().outputs, wf, task or _env("DAGQ_TASK"), Path(dest))

@@ -9,7 +9,7 @@ import pytest
 from dagq.backends import open_backend
 from dagq.client import WorkflowClient
 from dagq.core.model import TaskDef, WorkflowDef
-from dagq.retention import parse_age, prune
+from dagq.ops.retention import parse_age, prune
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

@@ -14,13 +14,13 @@ from typing import Any, cast
 from dagq.backends import open_backend
 from dagq.client import WorkflowClient
 from dagq.config import Settings
-from dagq.control import Control
 from dagq.core import engine
 from dagq.core.engine import loads
 from dagq.core.model import TaskDef, WorkflowDef
 from dagq.ports import Backend
 from dagq.protocol.cancels import CANCELS
 from dagq.protocol.messages import TaskMessage
+from dagq.runtime.control import Control
 from dagq.runtime.coordinator import Coordinator
 from dagq.worker.gate import Gate
 

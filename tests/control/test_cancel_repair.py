@@ -12,11 +12,11 @@ from typing import cast
 
 import pytest
 
-from dagq.control import Control
 from dagq.core.engine import dumps, loads
 from dagq.ports import Backend, ChildWorkflows
 from dagq.protocol.cancels import CANCELS
 from dagq.runtime.cancels import finish_cancels
+from dagq.runtime.control import Control
 from dagq.runtime.coordinator import Coordinator
 from tests.control.race_kit import cancel, disagreement, retry, started
 
@@ -34,7 +34,7 @@ def crash(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
         if name == "control_written" and armed:
             armed.clear()
             raise Crash(name)
-    monkeypatch.setattr("dagq.control.crash_point", crash_point)
+    monkeypatch.setattr("dagq.runtime.control.crash_point", crash_point)
     return lambda: armed.append(True)
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from dagq.control import Control
 from dagq.core.engine import loads
 from dagq.ports import Backend
 from dagq.protocol.cancels import CANCELS
+from dagq.runtime.control import Control
 from tests.control.race_kit import cancel, disagreement, interrupting, retry, started
 
 Op = Callable[[Control, str], None]

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from dagq.backends import open_backend
-from dagq.control import Control
 from dagq.core.engine import loads
+from dagq.runtime.control import Control
 from tests.control.race_kit import cancel, disagreement, retry, started
 
 SQLITE_ROUNDS = 50

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from dagq.cli.deadletters import fail_attempt, stalled
 from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.core.parse import load_definition
+from dagq.ops.deadletters import fail_attempt, stalled
 from dagq.ports import Backend
 from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage

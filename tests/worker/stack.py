@@ -16,7 +16,7 @@ from typing import Any
 from dagq.backends import open_backend
 from dagq.client import WorkflowClient
 from dagq.ports import Backend
-from dagq.worker.heartbeat import PARTITION
+from dagq.protocol.heartbeats import PARTITION
 from tests.e2e.harness import TERMINAL, Dagq, Proc, eventually
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"

@@ -13,13 +13,8 @@ from dagq.backends.sqlite import SqliteBackend
 from dagq.config import Settings
 from dagq.errors import ConfigError, StoreUnavailable, TaskError
 from dagq.ports import OutputStore
-from dagq.worker.dirsync import (
-    DirSync,
-    dir_prefix,
-    download_synced,
-    list_synced,
-    parse_spec,
-)
+from dagq.protocol.synced import download_synced, list_synced
+from dagq.worker.dirsync import DirSync, dir_prefix, parse_spec
 
 PREFIX = dir_prefix("wf-1", "train")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dagq.worker.heartbeat import LIVE_INTERVALS
+from dagq.protocol.heartbeats import LIVE_INTERVALS
 from tests.e2e.harness import eventually
 from tests.worker.stack import SCRIPTS, Stack, wait_file
 

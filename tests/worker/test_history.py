@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from dagq.attempts import list_attempts
 from dagq.backends import open_backend
 from dagq.errors import StoreUnavailable
 from dagq.ports import Backend, Records
+from dagq.protocol.attempts import list_attempts
 from dagq.worker.history import HistoryWriter
 from tests.e2e.harness import eventually
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from dagq.attempts import first_line
 from dagq.backends import open_backend
 from dagq.ports import Backend, OutputStore
-from dagq.tasklogs import last_lines, log_object_name, log_parts, read_log
+from dagq.protocol.attempts import first_line
+from dagq.protocol.tasklogs import last_lines, log_object_name, log_parts, read_log
 from dagq.worker.logcapture import CHUNK_BYTES, KEEP_LOCAL, LogCapture
 from tests.e2e.harness import eventually
 from tests.worker.test_dirsync import FlakyOutputs

@@ -10,12 +10,12 @@ from typing import Any, TypeVar
 
 import click
 
+from dagq.cli.workflow_api import WorkflowAPI
 from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.errors import DagqError, DefinitionError
 from dagq.ports import Backend
 from dagq.wiring import backend_from_settings
-from dagq.workflow_api import WorkflowAPI
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -36,9 +36,9 @@ from dagq.cli.render import (
     shown_counts,
     shown_status,
 )
+from dagq.cli.workflow_api import WorkflowAPI
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.errors import WorkflowNotFound
-from dagq.workflow_api import WorkflowAPI
 
 EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 3, "timeout": 4, "not_found": 5}
 """Exit code per outcome (2 is click's usage error)."""

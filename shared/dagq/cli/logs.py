@@ -11,10 +11,10 @@ import click
 
 from dagq.cli.common import emit_json, handle_errors, open_client, store_option
 from dagq.cli.render import print_table
+from dagq.cli.workflow_api import WorkflowAPI
 from dagq.errors import TaskError
-from dagq.task_details import ACTIVE
-from dagq.tasklogs import last_lines
-from dagq.workflow_api import WorkflowAPI
+from dagq.protocol.tasklogs import last_lines
+from dagq.views.task_details import ACTIVE
 
 FOLLOW_POLL_S = 0.5
 

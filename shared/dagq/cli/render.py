@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from dagq.task_rows import TaskPage
+from dagq.views.task_rows import TaskPage
 
 if TYPE_CHECKING:  # rich is imported where it draws: most commands print plain lines
     from rich.console import Console

@@ -8,7 +8,7 @@ import time
 import click
 
 from dagq.cli.common import handle_errors, store_backend, store_option
-from dagq.retention import parse_age, prune
+from dagq.ops.retention import parse_age, prune
 
 
 def _age(ctx: click.Context, param: click.Parameter, value: str) -> float:

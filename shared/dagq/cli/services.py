@@ -13,18 +13,16 @@ import time
 import click
 
 from dagq.cli.common import handle_errors, settings_from, store_option
-from dagq.cli.deadletters import stalled
 from dagq.cli.render import print_table
 from dagq.client import WorkflowClient
-from dagq.errors import DagqError, MissingRight
+from dagq.ops.doctor import diagnose
 from dagq.ports import Backend
-from dagq.protocol.names import COMPLETIONS
 from dagq.runtime.coordinator import Coordinator
 from dagq.wiring import backend_from_settings
 from dagq.worker import liveness, proctree
 from dagq.worker.builtin import default_processors, load_processor
 from dagq.worker.eventlog import configure_events
-from dagq.worker.heartbeat import check_local, executing_keys, live_workers
+from dagq.worker.heartbeat import check_local
 from dagq.worker.runtime import Worker
 
 
@@ -172,84 +170,23 @@ def doctor(ctx: click.Context, stale_pending: float, as_json: bool, store: str |
     settings = settings_from(ctx, store)
     backend = backend_from_settings(settings)
     now = time.time()
-    found: list[str] = []
-
-    def problem(text: str) -> None:
-        found.append(text)
-        if not as_json:
-            click.echo(f"PROBLEM {text}")
-
-    workers = live_workers(backend.records, now, settings.heartbeat_interval)
-    rows = [[q, w["id"], _running(w.get("running")),
-             f"{now - float(str(w['last_seen'])):.0f}s ago"]
-            for q, ws in sorted(workers.items()) for w in ws]
-    if not as_json:
+    report = diagnose(backend, settings, now, stale_pending=stale_pending)
+    for note in report.skipped:
+        click.echo(f"SKIPPED {note}", err=True)
+    if as_json:
+        click.echo(json.dumps({"live_workers": report.workers, "problems": report.problems},
+                              indent=2, default=str))
+    else:
+        rows = [[q, w["id"], _running(w.get("running")),
+                 f"{now - float(str(w['last_seen'])):.0f}s ago"]
+                for q, ws in sorted(report.workers.items()) for w in ws]
         click.echo("live workers:")
         print_table(["queue", "worker", "running", "last seen"], rows) if rows \
             else click.echo("  none")
-    for q, ws in sorted(workers.items()):
-        for w in ws:
-            if w.get("health"):
-                problem(f"worker {w['id']} on {q!r} is unhealthy and takes no work: "
-                        f"{w['health']}")
-    try:  # Service Bus answers these only with the Manage right: say so and go on
-        queue_names = backend.queues.names()
-        for q in sorted(set(queue_names) - {COMPLETIONS}):
-            waiting = backend.queues.get(q).approximate_count()
-            if waiting and q not in workers:
-                problem(f"queue {q!r}: {waiting} task(s) waiting and no live worker "
-                        f"(start one: dagq worker {q})")
-    except MissingRight as exc:
-        queue_names = sorted({*workers, COMPLETIONS})
-        click.echo(f"SKIPPED queue lengths and the full queue list: {exc}", err=True)
-    for row in backend.index.query(status="pending"):
-        if now - row.created_at > stale_pending:
-            problem(f"workflow {row.id} pending for {now - row.created_at:.0f}s: "
-                       "is a coordinator running? (dagq coordinator)")
-    for q in queue_names:
-        dead = backend.queues.get(q).dead_letters(limit=20)
-        for msg, reason in dead:
-            problem(f"dead-lettered message {msg.id} on {q!r}: {reason}")
-    for item in stalled(backend, queues=list(queue_names)):
-        problem(f"workflow {item.workflow_id} is stalled: task {item.task} "
-                f"attempt {item.attempt} waits for a message dead-lettered on "
-                f"{item.queue!r}; fix: 'dagq deadletters fail' (fail the attempt; "
-                "retries apply) or 'dagq deadletters redrive' (once the cause is gone)")
-    from dagq.core import engine
-    from dagq.core.engine import loads
-
-    executing = executing_keys(backend.records, now, settings.heartbeat_interval)
-    empty: dict[str, bool] = {}
-    for row in backend.index.query(status="running"):
-        try:
-            state = loads(backend.states.read(row.id)[0])
-        except Exception:  # doctor reports, never crashes
-            continue
-        # a wait that no backlog and no worker explains: the message is gone
-        for d in engine.waiting_dispatches(state, now, 2 * settings.visibility_timeout):
-            if d.key in executing:
-                continue
-            if d.queue not in empty:
-                try:
-                    empty[d.queue] = backend.queues.get(d.queue).approximate_count() == 0
-                except DagqError:
-                    empty[d.queue] = False
-            if empty[d.queue]:
-                problem(f"task {d.task} of {row.id} (attempt {d.attempt}) waits for a task "
-                        f"message that queue {d.queue!r} no longer holds and no worker "
-                        "runs it: the coordinator's sweep sends it again after "
-                        "DAGQ_LOST_MESSAGE_AFTER")
-        # a private copy: expiring it shows which attempts are overdue, nothing is written
-        overdue = {t for t, old, _ in engine.expire(state, now).transitions if old == "running"}
-        for task in sorted(overdue):
-            problem(f"task {task} of {row.id} is past its timeout "
-                       "(is its worker alive? the coordinator fails it after "
-                       "DAGQ_TIMEOUT_GRACE)")
-    if as_json:
-        click.echo(json.dumps({"live_workers": workers, "problems": found}, indent=2,
-                              default=str))
-    click.echo(f"{len(found)} problem(s) found", err=True)
-    sys.exit(1 if found else 0)
+        for text in report.problems:
+            click.echo(f"PROBLEM {text}")
+    click.echo(f"{len(report.problems)} problem(s) found", err=True)
+    sys.exit(1 if report.problems else 0)
 
 
 COMMANDS = (coordinator, worker, doctor)

@@ -27,7 +27,7 @@ from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.errors import DagqError, DefinitionError, WorkflowFinished, WorkflowNotFound
 from dagq.gc_pause import paused
-from dagq.task_rows import TaskPage
+from dagq.views.task_rows import TaskPage
 
 EXIT_FINISHED = 3
 """Exit code of ``cancel``/``retry`` when the workflow already ended: nothing changed."""

@@ -29,12 +29,12 @@ from dagq.compose.loader import load_file
 from dagq.core.model import WorkflowDef
 from dagq.core.parse import definition_to_dict
 from dagq.errors import ConfigError, DefinitionError, Problem, StoreUnavailable, TaskError
+from dagq.protocol.synced import write_files
 from dagq.remote.auth import ApiAuth, EntraToken, TokenSource, auth_from_env
 from dagq.remote.errors import raise_for_answer
-from dagq.task_details import LogRead
-from dagq.task_rows import TaskPage
-from dagq.waiting import is_terminal
-from dagq.worker.dirsync import write_files
+from dagq.views.task_details import LogRead
+from dagq.views.task_rows import TaskPage
+from dagq.views.waiting import is_terminal
 
 MAX_SERVER_WAIT_S = 200
 """The longest ``?wait=`` the API accepts; longer waits are several requests."""

@@ -1,5 +1,5 @@
 """The coordinator's part of cancellation: finishing cancels in its sweep and cancelling
-child workflows (the cancel itself is written by ``dagq.control``)."""
+child workflows (the cancel itself is written by ``dagq.runtime.control``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.errors import DagqError, WorkflowFinished, WorkflowNotFound
 from dagq.ports import ChildWorkflows
 from dagq.protocol.cancels import ADMISSION_TTL_S, CANCELS
-from dagq.worker.heartbeat import executing_keys
+from dagq.protocol.heartbeats import executing_keys
 
 if TYPE_CHECKING:
     from dagq.runtime.coordinator import Coordinator
@@ -53,7 +53,7 @@ def finish_cancels(coord: Coordinator, now: float) -> None:
             coord.control.publish(row.id)
         if skipped:
             continue  # no cancel: nothing to settle, no children to cancel
-        # settling needs the cancel written at least ADMISSION_TTL_S ago (dagq.control)
+        # settling needs the cancel written at least ADMISSION_TTL_S ago (dagq.runtime.control)
         if not written and now - row.updated_at >= 2 * ADMISSION_TTL_S:
             if executing is None:
                 executing = executing_keys(coord.backend.records, now)

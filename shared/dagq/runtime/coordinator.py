@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dagq.config import Settings
-from dagq.control import Control
 from dagq.core import engine
 from dagq.core.engine import WorkflowState, loads
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef
@@ -36,6 +35,7 @@ from dagq.protocol.names import COMPLETIONS
 from dagq.protocol.outputs import fetch_verified
 from dagq.runtime import poison
 from dagq.runtime.cancels import cascade_cancel
+from dagq.runtime.control import Control
 from dagq.runtime.controls import apply_control, handoff_keys
 from dagq.runtime.dispatch import OutboxSender
 from dagq.runtime.report import Applied, CoordinatorStats

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 from dagq.core import engine
 from dagq.errors import DagqError, MissingRight
 from dagq.protocol import names
+from dagq.protocol.heartbeats import executing_keys
 from dagq.runtime import poison
 from dagq.runtime.cancels import finish_cancels
-from dagq.worker.heartbeat import executing_keys
 
 if TYPE_CHECKING:
     from dagq.runtime.coordinator import Coordinator

@@ -1,7 +1,7 @@
 """Whether a delivered attempt may start: the worker's check before running a task.
 
 One state read per workflow, trusted for ``ADMISSION_TTL_S`` (the cancel protocol in
-``dagq.control`` relies on that bound). A cached state that does not know the attempt
+``dagq.runtime.control`` relies on that bound). A cached state that does not know the attempt
 yet (it was read before the dispatch was written) is read again, so a fresh dispatch is
 never refused because of the cache.
 """

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dagq import attempts
 from dagq.config import Settings
 from dagq.ports import Backend
+from dagq.protocol import attempts
 from dagq.protocol.messages import TaskMessage
 from dagq.worker.eventlog import EVENTS as events
 from dagq.worker.history import HistoryWriter

@@ -39,8 +39,8 @@ from typing import Any, Literal
 from dagq.core.engine.peek import peek
 from dagq.errors import AlreadyExists, DagqError, NotFound, PreconditionFailed
 from dagq.ports import Message, Queue, Records, StateStore
+from dagq.protocol import heartbeats as heartbeat
 from dagq.protocol.messages import TaskMessage
-from dagq.worker import heartbeat
 
 PARTITION = "claims"
 NEW = "*new"

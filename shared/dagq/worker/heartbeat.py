@@ -1,9 +1,7 @@
-"""Worker heartbeats in the store's records (partition ``workers``) and the health check.
+"""Writing worker heartbeats, pruning old ones and the local health check.
 
-A worker writes ``{queue, host, pid, running, last_seen, started_at, stopped}`` under its
-id (``host:pid:queue``) every ``DAGQ_HEARTBEAT_INTERVAL`` seconds and once more, marked
-stopped, when it exits. A worker is *live* while its last heartbeat is younger than
-``LIVE_INTERVALS`` intervals and it has not stopped.
+The record format and its read side (``live_workers``, ``executing_keys``) are in
+``dagq.protocol.heartbeats``.
 """
 
 from __future__ import annotations
@@ -15,11 +13,8 @@ from collections.abc import Callable
 
 from dagq.errors import DagqError
 from dagq.ports import Records
+from dagq.protocol.heartbeats import INTERVAL, PARTITION, live_workers
 
-PARTITION = "workers"
-INTERVAL = 10.0
-LIVE_INTERVALS = 3
-"""Heartbeats a worker may miss before it counts as gone."""
 KEEP_S = 24 * 3600.0
 """Records of workers silent for longer than this are removed (by the next worker to start)."""
 
@@ -58,20 +53,6 @@ class Heartbeat:
         self.beat([], stopped=True)
 
 
-def live_workers(records: Records, now: float, interval: float = INTERVAL
-                 ) -> dict[str, list[dict[str, object]]]:
-    """Workers not stopped whose last heartbeat is under ``LIVE_INTERVALS`` intervals old
-    (each worker's own interval when it recorded one, else ``interval``), by queue."""
-    out: dict[str, list[dict[str, object]]] = {}
-    for key, rec in records.list(PARTITION):
-        last = float(rec.get("last_seen", 0))
-        own = float(rec.get("interval") or interval)
-        if rec.get("stopped") or now - last > LIVE_INTERVALS * own:
-            continue
-        out.setdefault(str(rec.get("queue")), []).append({"id": key, **rec})
-    return out
-
-
 def prune(records: Records, now: float, keep_s: float = KEEP_S) -> int:
     """Remove the records of workers not seen for ``keep_s`` seconds; how many went."""
     gone = 0
@@ -90,15 +71,3 @@ def check_local(records: Records, queue: str, now: float, interval: float = INTE
     host = socket.gethostname()
     return any(w.get("host") == host and not w.get("health")
                for w in live_workers(records, now, interval).get(queue, []))
-
-
-def executing_keys(records: Records, now: float, interval: float = INTERVAL) -> set[str]:
-    """Dispatch keys that live workers report running (a worker adds a key to its
-    heartbeat before it decides to start that attempt)."""
-    out: set[str] = set()
-    for workers in live_workers(records, now, interval).values():
-        for w in workers:
-            running = w.get("running")
-            if isinstance(running, list):
-                out.update(str(key) for key in running)
-    return out

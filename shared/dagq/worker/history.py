@@ -1,6 +1,6 @@
 """Writes attempt records in the background, batched per workflow.
 
-Attempt records (``dagq.attempts``) are not on a task's critical path: a slot hands its
+Attempt records (``dagq.protocol.attempts``) are not on a task's critical path: a slot hands its
 record here and goes on to send the completion and take the next message. A thread
 collects what arrives during ``WINDOW_S`` and writes each workflow's records with one
 ``Records.put_many`` (one request per 100 records on Azure Tables), so a busy worker adds
@@ -17,9 +17,9 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-from dagq.attempts import partition, record_key
 from dagq.outage import Outage
 from dagq.ports import Records
+from dagq.protocol.attempts import partition, record_key
 
 log = logging.getLogger("dagq.worker")
 

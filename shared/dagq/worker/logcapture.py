@@ -14,7 +14,7 @@ reads the file's new bytes every fraction of a second and:
 
 ``finish()`` uploads the rest and deletes the local file. Local disk use is bounded by
 the bytes not yet read, memory by ``CHUNK_BYTES`` plus the tail cap. Object names are
-those of ``dagq.tasklogs``.
+those of ``dagq.protocol.tasklogs``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dagq.ports import OutputStore
-from dagq.tasklogs import log_object_name
+from dagq.protocol.tasklogs import log_object_name
 
 log = logging.getLogger("dagq.worker")
 

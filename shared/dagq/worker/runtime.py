@@ -236,7 +236,7 @@ class Worker:
             self._running[task.key] = run
         try:
             # announce first, then check: a cancel that finds the key in no heartbeat
-            # knows this check will see it (see dagq.control)
+            # knows this check will see it (see dagq.runtime.control)
             if not self._announce():
                 log.warning("not starting %s: the heartbeat could not be written; it will "
                             "be delivered again", task.key)

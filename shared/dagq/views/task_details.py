@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dagq.attempts import first_line
 from dagq.core.engine.state import WorkflowState
+from dagq.protocol.attempts import first_line
 
 _BAD = ("failed", "upstream_failed", "cancelled")
 ACTIVE = ("pending", "ready", "running")

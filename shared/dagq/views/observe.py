@@ -16,6 +16,7 @@ from dagq.core.explain import Facts, explain, phases
 from dagq.errors import DagqError
 from dagq.graph.model import GraphModel, from_state
 from dagq.ports import Backend
+from dagq.protocol.heartbeats import live_workers
 
 
 def gather_facts(backend: Backend, state: WorkflowState, now: float,
@@ -23,8 +24,6 @@ def gather_facts(backend: Backend, state: WorkflowState, now: float,
     """Facts for ``state`` at ``now``; reads heartbeats only if some task is running."""
     if not state.running_set:
         return Facts(now, outbox_grace_s=outbox_grace_s)
-    from dagq.worker.heartbeat import live_workers
-
     try:
         workers = live_workers(backend.records, now)
     except DagqError:  # without heartbeats, say nothing rather than something wrong

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 from dagq.client import Submitted
 from dagq.core.model import WorkflowDef
-from dagq.task_details import LogRead
-from dagq.task_rows import TaskPage
+from dagq.views.task_details import LogRead
+from dagq.views.task_rows import TaskPage
 
 
 class WorkflowAPI(Protocol):

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dagq import attempts
 from dagq.core import engine
 from dagq.core.engine.graph import KIND_CHILD, READY, RUNNING, STATUS_CODES, STATUS_NAMES
 from dagq.core.engine.state import WorkflowState
 from dagq.core.explain import Facts, phase_of
 from dagq.ports import Records
-from dagq.task_details import enrich
+from dagq.protocol import attempts
+from dagq.views.task_details import enrich
 
 ATTENTION = ("failed", "upstream_failed", "cancelled", "running", "ready", "pending",
              "skipped", "completed")

@@ -16,9 +16,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dagq.attempts import partition
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.ports import Backend, IndexRow
+from dagq.protocol.attempts import partition
 
 OBJECT_KINDS = ("outputs", "files", "dirs", "inputs", "logs")
 """Top-level object name prefixes that hold a workflow's objects (``{kind}/{id}/``)."""

@@ -46,6 +46,7 @@ from dagq.errors import (
 from dagq.ports import Backend
 from dagq.protocol import names
 from dagq.protocol.cancels import ADMISSION_TTL_S, CANCELS
+from dagq.protocol.heartbeats import executing_keys
 from dagq.protocol.messages import ControlAction, ControlMessage
 
 MAX_TRIES = 16
@@ -82,8 +83,6 @@ class Control:
         waiting = [s.workflow_id for s in states if engine.stopping_keys(s)]
         if settle and waiting:
             self.sleep(max(0.0, written + ADMISSION_TTL_S - time.monotonic()))
-            from dagq.worker.heartbeat import executing_keys  # the worker package: on use
-
             executing = executing_keys(self.backend.records, self.clock())
             for wf in waiting:
                 settled = self.settle(wf, executing)
@@ -124,8 +123,6 @@ class Control:
         if not waiting:
             return None
         if executing is None:
-            from dagq.worker.heartbeat import executing_keys  # the worker package: on use
-
             executing = executing_keys(self.backend.records, self.clock())
         if all(k in executing for k in waiting):
             return None

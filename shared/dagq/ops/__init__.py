@@ -1,0 +1,1 @@
+"""Operations on a store: diagnosis (``dagq doctor``), dead letters and retention."""
