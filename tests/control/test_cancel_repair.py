@@ -39,7 +39,8 @@ def crash(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
 
 
 def sweep(coord: Coordinator) -> None:
-    finish_cancels(coord, coord.clock())
+    finish_cancels(coord.backend, coord.clock(), commits=coord.committer,
+                   control=coord.control, children=coord.children, clock=coord.clock)
 
 
 def cancel_requested(backend: Backend) -> bool:

@@ -14,7 +14,7 @@ from dagq.ops.deadletters import fail_attempt, stalled
 from dagq.ports import Backend
 from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage
-from dagq.runtime import statewrite as statewrite_module
+from dagq.runtime import states as states_module
 from dagq.runtime.coordinator import Coordinator
 
 ONE = "name: one\ntasks:\n  - {name: t, kwargs: {cmd: 'true'}}\n"
@@ -98,14 +98,14 @@ def test_doctor_names_what_a_dead_letter_stalls_and_fail_releases_it(backend: Ba
 def test_a_state_that_cannot_be_written_fails_only_its_workflow(
         backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
     client, coord = _started(backend, "cursed", "fine")
-    real = statewrite_module.encode_write
+    real = states_module.encode_write
 
     def encode_write(state: Any, max_entries: int) -> tuple[str, bytes]:
         if state.workflow_id == "cursed":  # injected fault: this one state never encodes
             raise RecursionError("maximum recursion depth exceeded")
         return real(state, max_entries)
 
-    monkeypatch.setattr(statewrite_module, "encode_write", encode_write)
+    monkeypatch.setattr(states_module, "encode_write", encode_write)
     _complete(backend, "cursed", 1)
     _complete(backend, "fine", 2)
     _batch(coord, backend)  # returns: every message was acknowledged

@@ -110,7 +110,7 @@ def test_the_sweep_rereads_a_cached_state_only_when_another_writer_changed_it(
     while coord.step():
         pass
     coord.sweep(coord.clock())  # clears the sent outbox entries (a write)
-    assert wf in coord._cache
+    assert coord.caches(wf)
     reads = backend.stats.counts.get("state.read", 0)
     coord.sweep(coord.clock())
     assert backend.stats.counts.get("state.read", 0) == reads  # the cached copy is current
@@ -124,4 +124,5 @@ def test_the_sweep_rereads_a_cached_state_only_when_another_writer_changed_it(
         pass
     coord.sweep(coord.clock())
     assert backend.stats.counts.get("state.read", 0) > reads
-    assert coord._cache[wf].etag == backend.states.etag(wf)
+    cached = coord.writer.cached(wf)
+    assert cached is not None and cached.etag == backend.states.etag(wf)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dagq.compose.callables import (
     CALL_RE,
@@ -38,10 +38,23 @@ from dagq.core.parse import dump_yaml
 from dagq.core.validate import validate
 from dagq.errors import DefinitionError, Problem
 
-if TYPE_CHECKING:
-    from dagq.client import WorkflowClient
-
 __all__ = ["Chain", "Group", "Step", "Task", "WithDelay", "Workflow", "task"]
+
+
+class _Submission(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class Submitter(Protocol):
+    """What ``Workflow.submit`` needs of a client, such as ``WorkflowClient`` (authoring
+    does not depend on the client, which depends on the runtime)."""
+
+    def submit(self, defn: WorkflowDef, *, workflow_id: str | None = None,
+               max_fan_in: int | None = None,
+               params: Mapping[str, Any] | None = None) -> _Submission:
+        """Store ``defn`` as a new workflow; the answer names its id."""
+        ...
 
 
 def task(
@@ -251,7 +264,7 @@ class Workflow:
         """The definition as YAML; ``load_definition`` reads it back equal."""
         return dump_yaml(self.build())
 
-    def submit(self, client: WorkflowClient, *, workflow_id: str | None = None,
+    def submit(self, client: Submitter, *, workflow_id: str | None = None,
                max_fan_in: int | None = None, params: Mapping[str, Any] | None = None) -> str:
         """Submit through ``client`` (a ``WorkflowClient``) with run ``params``; returns
         the workflow id."""

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from dagq.core import engine
 from dagq.core.engine import WorkflowState
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.errors import DagqError, WorkflowFinished, WorkflowNotFound
-from dagq.ports import ChildWorkflows
+from dagq.ports import Backend, ChildWorkflows
 from dagq.protocol.cancels import ADMISSION_TTL_S, CANCELS
 from dagq.protocol.heartbeats import executing_keys
-
-if TYPE_CHECKING:
-    from dagq.runtime.coordinator import Coordinator
+from dagq.runtime.committing import Committing
+from dagq.runtime.control import Control
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -24,16 +23,17 @@ WITHDRAWN_S = 10.0
 """A flag whose state a retry wrote less than this ago is not applied as a cancel."""
 
 
-def finish_cancels(coord: Coordinator, now: float) -> None:
+def finish_cancels(backend: Backend, now: float, *, commits: Committing, control: Control,
+                   children: ChildWorkflows, clock: Callable[[], float]) -> None:
     """For every workflow whose cancel is in progress: apply a cancel flag its state lacks
     (an older client set only the flag), cancel the attempts no live worker runs (their
     worker died, or no worker serves their queue) and cancel its active children. Where
     the cancel hint and the flag disagree with each other or with the state (a cancel or
     retry stopped between its writes), publish both again from the state."""
     executing: set[str] | None = None
-    hinted = _hinted(coord)
+    hinted = _hinted(backend)
     flagged: set[str] = set()
-    for row in coord.backend.index.query(cancel_requested=True):
+    for row in backend.index.query(cancel_requested=True):
         flagged.add(row.id)
         if row.status in TERMINAL_WORKFLOW_STATUSES:
             continue
@@ -42,30 +42,30 @@ def finish_cancels(coord: Coordinator, now: float) -> None:
 
         def apply(state: WorkflowState, hint: bool = hint, skipped: list[bool] = skipped
                   ) -> list[engine.Effects]:
-            if not state.cancel_requested and _put_right(state, hint, coord.clock()):
+            if not state.cancel_requested and _put_right(state, hint, clock()):
                 skipped.append(True)
                 return []
-            return [engine.cancel(state, coord.clock())]
+            return [engine.cancel(state, clock())]
 
-        fresh = coord.commit(row.id, apply)
+        fresh = commits.commit(row.id, apply)
         written = any(e.changed() for e in fresh or [])
         if written or skipped or (hinted is not None and not hint):
-            coord.control.publish(row.id)
+            control.publish(row.id)
         if skipped:
             continue  # no cancel: nothing to settle, no children to cancel
         # settling needs the cancel written at least ADMISSION_TTL_S ago (dagq.runtime.control)
         if not written and now - row.updated_at >= 2 * ADMISSION_TTL_S:
             if executing is None:
-                executing = executing_keys(coord.backend.records, now)
-            coord.control.settle(row.id, executing)
-        cascade_cancel(coord.children, row.id)
+                executing = executing_keys(backend.records, now)
+            control.settle(row.id, executing)
+        cascade_cancel(children, row.id)
     for workflow_id in sorted((hinted or set()) - flagged):
-        coord.control.publish(workflow_id)  # a hint without its flag
+        control.publish(workflow_id)  # a hint without its flag
 
 
-def _hinted(coord: Coordinator) -> set[str] | None:
+def _hinted(backend: Backend) -> set[str] | None:
     try:
-        return {key for key, _ in coord.backend.records.list(CANCELS)}
+        return {key for key, _ in backend.records.list(CANCELS)}
     except DagqError as exc:
         log.warning("could not read the cancel hints: %s", exc)
         return None

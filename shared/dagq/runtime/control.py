@@ -1,6 +1,7 @@
 """Cancel and retry, applied to the stored state before the request returns.
 
-Both are compare-and-swap writes of the workflow state through the pure core (like the
+Both are compare-and-swap writes of the workflow state through the pure core, made by
+the one state writer (``dagq.runtime.states``: a fresh read, a full snapshot, like the
 first write of a submission); the coordinator still dispatches. A control message with
 ``applied=True`` tells it the action is in the state: for a retry it decides the reset
 tasks (``engine.resume``), and it sends the outbox entries the write recorded (``send``,
@@ -33,21 +34,15 @@ from collections.abc import Callable, Container
 from dataclasses import replace
 
 from dagq.core import engine
-from dagq.core.engine import WorkflowState, dumps, loads
+from dagq.core.engine import WorkflowState
 from dagq.crashpoints import crash_point
-from dagq.errors import (
-    DagqError,
-    NotFound,
-    PreconditionFailed,
-    StoreError,
-    WorkflowFinished,
-    WorkflowNotFound,
-)
+from dagq.errors import DagqError, NotFound, WorkflowFinished, WorkflowNotFound
 from dagq.ports import Backend
 from dagq.protocol import names
 from dagq.protocol.cancels import ADMISSION_TTL_S, CANCELS
 from dagq.protocol.heartbeats import executing_keys
 from dagq.protocol.messages import ControlAction, ControlMessage
+from dagq.runtime.states import StateWriter
 
 MAX_TRIES = 16
 
@@ -58,10 +53,14 @@ class Control:
     """Cancel, retry and settle workflows stored in ``backend``."""
 
     def __init__(self, backend: Backend, clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, *,
+                 writer: StateWriter | None = None) -> None:
+        """``writer`` writes the states and index rows (by default one of its own on
+        ``backend``, with ``clock``)."""
         self.backend = backend
         self.clock = clock
         self.sleep = sleep
+        self.writer = writer if writer is not None else StateWriter(backend, clock=clock)
 
     def cancel(self, workflow_id: str, *, children: tuple[str, ...] = (),
                settle: bool = True,
@@ -115,11 +114,10 @@ class Control:
         (``executing``: keys from the heartbeats, read here if not given). Call it at
         least ``ADMISSION_TTL_S`` after the cancel was written. The new state, or None
         if nothing changed."""
-        try:
-            data, _ = self.backend.states.read(workflow_id)
-        except NotFound:
+        stored = self.writer.read(workflow_id)
+        if stored is None:
             return None
-        waiting = engine.stopping_keys(loads(data))
+        waiting = engine.stopping_keys(stored.state)
         if not waiting:
             return None
         if executing is None:
@@ -186,11 +184,8 @@ class Control:
             else:
                 self._flag(workflow_id, False)
                 self.backend.records.delete(CANCELS, workflow_id)
-            try:
-                if etag is not None and self.backend.states.etag(workflow_id) == etag:
-                    return want  # no state write since the one these were taken from
-            except NotFound:
-                pass
+            if etag is not None and self.writer.still_stored(workflow_id, etag):
+                return want  # no state write since the one these were taken from
             state, etag = self._read(workflow_id)
             if want == (state is not None and state.cancel_requested):
                 return want  # a state read after the writes agrees
@@ -198,11 +193,8 @@ class Control:
         return want  # still changing: the request that wrote last publishes after us
 
     def _read(self, workflow_id: str) -> tuple[WorkflowState | None, str | None]:
-        try:
-            data, etag = self.backend.states.read(workflow_id)
-        except NotFound:
-            return None, None
-        return loads(data), etag
+        stored = self.writer.read(workflow_id)
+        return (None, None) if stored is None else (stored.state, stored.etag)
 
     def _flag(self, workflow_id: str, requested: bool) -> None:
         with contextlib.suppress(NotFound):  # no index row: the coordinator reports it
@@ -222,29 +214,22 @@ class Control:
 
     def _commit(self, workflow_id: str, mutate: Mutation
                 ) -> tuple[WorkflowState, list[str], str]:
-        """Read, mutate, write under the ETag; the state, the new outbox keys and the
-        stored state's ETag."""
-        for _ in range(MAX_TRIES):
-            try:
-                data, etag = self.backend.states.read(workflow_id)
-            except NotFound:
-                raise WorkflowNotFound(f"no workflow with id {workflow_id!r}") from None
-            state = loads(data)
+        """Read, mutate, write a snapshot under the ETag (again on the newer state after
+        a lost race); the state, the new outbox keys and the stored state's ETag."""
+        def edit(state: WorkflowState) -> tuple[list[str], bool]:
             before = set(state.outbox)
             if mutate(state, self.clock()) is None:
-                return state, [], etag
-            try:
-                etag = self.backend.states.replace(workflow_id, dumps(state), etag)
-            except PreconditionFailed:
-                continue  # a coordinator wrote meanwhile: apply to its state
-            return state, [k for k in state.outbox if k not in before], etag
-        raise StoreError(f"workflow {workflow_id!r} kept changing during {MAX_TRIES} "
-                         "attempts to write it; try again")
+                return [], False
+            return [k for k in state.outbox if k not in before], True
+
+        done = self.writer.commit(workflow_id, edit, cached=False, snapshot=True,
+                                  tries=MAX_TRIES)
+        if done is None:
+            raise WorkflowNotFound(f"no workflow with id {workflow_id!r}")
+        return done.state, done.result, done.etag
 
     def _index(self, state: WorkflowState) -> None:
-        with contextlib.suppress(NotFound):  # no index row: the coordinator reports it
-            self.backend.index.update_progress(state.workflow_id, status=state.status,
-                                               counts=state.counts(), updated_at=self.clock())
+        self.writer.put_progress(state)  # no index row: the coordinator reports it
 
     def _hand_over(self, workflow_id: str, action: ControlAction, keys: list[str],
                    request_id: str | None = None, parent_attempt: int | None = None) -> None:

@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from dagq.core import engine, values
-from dagq.errors import NotFound
 from dagq.outage import TRANSIENT
 from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage, CompletionQueueMessage, attempt_named_in
-
-if TYPE_CHECKING:
-    from dagq.runtime.coordinator import Coordinator, Mutation
+from dagq.runtime.committing import Committing, Mutation
+from dagq.runtime.states import StateWriter
 
 log = logging.getLogger("dagq.coordinator")
 
@@ -62,87 +59,77 @@ def rejected(item: CompletionMessage, why: str) -> CompletionMessage:
         worker=item.worker, duration_s=item.duration_s)
 
 
-def isolate(coord: Coordinator, workflow_id: str, items: list[CompletionQueueMessage],
+def isolate(commits: Committing, writer: StateWriter, workflow_id: str,
+            items: list[CompletionQueueMessage],
             exc: BaseException) -> list[engine.Effects] | None:
     """Apply ``items`` one by one after their group failed with ``exc`` (see the module
     docstring). Returns the effects, or None if a write kept conflicting."""
     log.error("workflow %s: applying %d message(s) failed (%s: %s); isolating them",
               workflow_id, len(items), type(exc).__name__, exc)
-    coord.forget(workflow_id)
+    writer.forget(workflow_id)
     effects: list[engine.Effects] = []
     for item in items:
         try:
-            done = coord.commit(workflow_id, coord.applier([item]))
+            done = commits.commit(workflow_id, commits.applier([item]))
         except TRANSIENT:
             raise
         except Exception as first:
-            coord.forget(workflow_id)
-            done = _fallback(coord, workflow_id, item, first)
+            writer.forget(workflow_id)
+            done = _fallback(commits, writer, workflow_id, item, first)
         if done is None:
             return None
         effects.extend(done)
     return effects
 
 
-def _fallback(coord: Coordinator, workflow_id: str, item: CompletionQueueMessage,
-              exc: BaseException) -> list[engine.Effects] | None:
+def _fallback(commits: Committing, writer: StateWriter, workflow_id: str,
+              item: CompletionQueueMessage, exc: BaseException) -> list[engine.Effects] | None:
     why = f"{type(exc).__name__}: {exc}"
     if isinstance(item, CompletionMessage):
         log.error("workflow %s: failing task %s attempt %d: its completion could not be "
                   "applied (%s)", workflow_id, item.task, item.attempt, why)
         try:
-            return coord.commit(workflow_id, coord.applier([rejected(item, why)]))
+            return commits.commit(workflow_id, commits.applier([rejected(item, why)]))
         except TRANSIENT:
             raise
         except Exception as again:
-            coord.forget(workflow_id)
+            writer.forget(workflow_id)
             why = f"{type(again).__name__}: {again}"
     else:
         log.error("workflow %s: dropping control message %s (%s)", workflow_id,
                   item.action, why)
         return []
-    fail_workflow(coord, workflow_id, why)
+    fail_workflow(writer, workflow_id, why)
     return []
 
 
-def fail_workflow(coord: Coordinator, workflow_id: str, why: str) -> None:
+def fail_workflow(writer: StateWriter, workflow_id: str, why: str) -> None:
     """Mark a workflow whose state cannot be read, updated or written as failed."""
     log.error("workflow %s: failing the workflow: its state cannot be updated (%s)",
               workflow_id, why)
-    index = coord.backend.index
     try:
-        row = index.get(workflow_id)
-        index.update_progress(workflow_id, status="failed", counts=row.counts,
-                              updated_at=coord.clock())
+        writer.mark_failed(workflow_id)
     except TRANSIENT:
         raise
     except Exception as exc:
         log.error("workflow %s: could not mark it failed either: %s", workflow_id, exc)
 
 
-def guarded(coord: Coordinator, workflow_id: str, mutate: Mutation) -> None:
-    """``coord.commit`` for periodic work: a workflow whose state cannot be updated is
+def guarded(commits: Committing, writer: StateWriter, workflow_id: str,
+            mutate: Mutation) -> None:
+    """``commits.commit`` for periodic work: a workflow whose state cannot be updated is
     failed instead of stopping the sweep for every other workflow."""
     try:
-        coord.commit(workflow_id, mutate)
+        commits.commit(workflow_id, mutate)
     except TRANSIENT:
         raise
     except Exception as exc:
-        coord.forget(workflow_id)
-        fail_workflow(coord, workflow_id, f"{type(exc).__name__}: {exc}")
+        writer.forget(workflow_id)
+        fail_workflow(writer, workflow_id, f"{type(exc).__name__}: {exc}")
 
 
-def stored(coord: Coordinator, workflow_id: str) -> bool:
-    """True if ``workflow_id`` has a state blob (decodable or not: ``guarded`` fails an
-    undecodable one)."""
-    try:
-        coord.backend.states.read(workflow_id)
-    except NotFound:
-        return False
-    return True
-
-
-def undecodable(coord: Coordinator, message_id: str, body: bytes | str, reason: str) -> None:
+def undecodable(commits: Committing, message_id: str, body: bytes | str,
+                reason: str) -> None:
     """Fail the attempt a malformed completion reported, when its head or its id (a
     worker's ``done_id``) names it, so that its workflow does not wait for ever."""
     target = attempt_named_in(body) or names.attempt_of_done_id(message_id)
@@ -150,4 +137,4 @@ def undecodable(coord: Coordinator, message_id: str, body: bytes | str, reason: 
         return
     workflow_id, task, attempt = target
     item = CompletionMessage(workflow_id, task, attempt, success=False)
-    coord.commit_group(workflow_id, [rejected(item, f"its completion is malformed: {reason}")])
+    commits.commit_group(workflow_id, [rejected(item, f"its completion is malformed: {reason}")])

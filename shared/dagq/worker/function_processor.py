@@ -14,13 +14,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-import dagq
 from dagq.compose.callables import CALL_RE
 from dagq.protocol.messages import TaskMessage
 from dagq.worker.process import run_process
 from dagq.worker.processors import Outcome, Processor, TaskContext, outcome_of
 
-_PACKAGE_ROOT = str(Path(dagq.__file__).resolve().parent.parent)
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+"""The folder that holds the ``dagq`` package (put on the task process's path)."""
 TRACEBACK_TAIL = 3000
 """Characters of the log's end (the traceback) added to an exception's error."""
 
