@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from dagq.errors import DagqError
+from dagq.outage import TRANSIENT, Outage
 from dagq.ports import Backend, Queue
 from dagq.protocol.cancels import CANCELS
 from dagq.protocol.messages import CompletionMessage, TaskMessage
@@ -48,6 +49,7 @@ class Gate:
         self.worker_id = worker_id
         self.stats = stats
         self.admission = Admission(backend.states)
+        self._outage = Outage("cancel poll", log)
 
     def check(self, task: TaskMessage) -> str:
         """``"run"``, or why the delivered attempt must not start (a ``REASONS`` key)."""
@@ -69,9 +71,13 @@ class Gate:
         a hint was not confirmed yet (its cancel may be being written: poll again soon)."""
         try:
             hinted = dict(self.backend.records.list(CANCELS))
+        except TRANSIENT as exc:  # one line when it starts, then one a minute
+            self._outage.failed(exc)
+            return False
         except DagqError as exc:
             log.warning("could not read cancel requests: %s", exc)
             return False
+        self._outage.ok()
         now = time.time()
         self.stats["cancel_polls"] += 1
         unconfirmed = False

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from dagq.errors import DagqError
+from dagq.outage import TRANSIENT, Outage
 from dagq.ports import Records
 from dagq.protocol.heartbeats import INTERVAL, PARTITION, live_workers
 
@@ -31,6 +32,7 @@ class Heartbeat:
         self.queue = queue
         self.interval = interval
         self.started_at = time.time()
+        self._outage = Outage(f"heartbeat of {worker_id}", log)
         self.health: Callable[[], str | None] = lambda: None
         """Why this worker is unhealthy (e.g. a GPU problem), or None."""
 
@@ -43,9 +45,13 @@ class Heartbeat:
                 "last_seen": time.time(), "started_at": self.started_at, "stopped": stopped,
                 "interval": self.interval, "health": self.health(),
             })
+        except TRANSIENT as exc:  # one line when it starts, then one a minute
+            self._outage.failed(exc)
+            return False
         except DagqError as exc:  # the next beat retries; a missed one is not fatal
             log.warning("could not write the heartbeat of %s: %s", self.worker_id, exc)
             return False
+        self._outage.ok()
         return True
 
     def stop(self) -> None:
