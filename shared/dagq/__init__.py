@@ -29,7 +29,7 @@ _EXPORTS: dict[str, str] = {
     # running and inspecting
     "Client": "dagq.remote.client",
     "WorkflowClient": "dagq.client",
-    "Submitted": "dagq.client",
+    "Submitted": "dagq.protocol.http",
     "Settings": "dagq.config",
     "open_backend": "dagq.backends.registry",
     "backend_from_settings": "dagq.wiring",
@@ -79,7 +79,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from dagq.backends.registry import open_backend
-    from dagq.client import Submitted, WorkflowClient
+    from dagq.client import WorkflowClient
     from dagq.compose.builder import Chain, Group, WithDelay, Workflow, task
     from dagq.compose.factory import workflow_factory
     from dagq.compose.loader import load_file
@@ -98,6 +98,7 @@ if TYPE_CHECKING:
         TaskError,
         WorkflowNotFound,
     )
+    from dagq.protocol.http import Submitted
     from dagq.remote.client import Client
     from dagq.wiring import backend_from_settings
 

@@ -14,13 +14,12 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dagq.core import engine
-from dagq.core.engine import WorkflowState, dumps, loads
-from dagq.core.engine.graph import KIND_CHILD
+from dagq.core.engine import WorkflowState, loads
+from dagq.core.explain import explain
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
 from dagq.core.name_rules import workflow_id_problem
 from dagq.core.params import apply_params
@@ -38,27 +37,19 @@ from dagq.errors import (
 )
 from dagq.gc_pause import paused
 from dagq.ports import Backend, IndexRow
-from dagq.protocol import attempts, names
+from dagq.protocol import names
+from dagq.protocol.http import Submitted
 from dagq.protocol.messages import ControlAction, ControlMessage
 from dagq.protocol.outputs import fetch_verified
 from dagq.protocol.synced import download_synced, list_synced, read_synced
 from dagq.protocol.tasklogs import read_log
 from dagq.runtime.control import Control
 from dagq.views import task_rows
+from dagq.views.listing import WorkflowFilter, list_page, row_summary
 from dagq.views.observe import explanations, gather_facts, graph_of
-from dagq.views.task_details import LogRead, attempt_finished, enrich
+from dagq.views.task_details import LogRead, attempt_finished
 from dagq.views.task_rows import TaskPage
 from dagq.views.waiting import poll_until_terminal
-
-
-@dataclass(frozen=True)
-class Submitted:
-    """Result of a submission."""
-
-    id: str
-    """Workflow id."""
-    created: bool
-    """False when an identical workflow with this id already existed."""
 
 
 def check_workflow_id(workflow_id: str) -> None:
@@ -153,7 +144,7 @@ class WorkflowClient:
         crash_point("submit_after_index")
         state = engine.create(defn, workflow_id, now, parent=parent)
         with contextlib.suppress(AlreadyExists):
-            self.backend.states.create(workflow_id, dumps(state))
+            self.control.writer.create(workflow_id, state)
         crash_point("submit_after_state")
         self._control(workflow_id, "start", request_id=f"{workflow_id}/start",
                       delay_s=start_delay_s)
@@ -263,12 +254,10 @@ class WorkflowClient:
     ) -> list[dict[str, Any]]:
         """Summaries of workflows, newest first: only those with ``status``, created at
         or after ``since`` (epoch seconds) and whose name contains ``name``; at most
-        ``limit``. Reads every matching index row (the index is ordered by id)."""
-        rows = [r for r in self.backend.index.query(status=status)
-                if (since is None or r.created_at >= since)
-                and (name is None or name.lower() in r.name.lower())]
-        rows.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-        return [row_summary(r) for r in rows[:limit]]
+        ``limit`` (``dagq.views.listing``: the HTTP API lists the same way)."""
+        where = WorkflowFilter(status=status, since=since, name=name)
+        page = list_page(self.backend.index, where, order="newest", limit=limit)
+        return [row_summary(r) for r in page.rows]
 
     def tasks(
         self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
@@ -312,16 +301,16 @@ class WorkflowClient:
         return graph_of(self.backend, self.state(workflow_id), self.clock())
 
     def task(self, workflow_id: str, task: str) -> dict[str, Any]:
-        """One task's summary with its attempt history; ``TaskError`` if there is none."""
+        """One task's summary with its attempt history and why it is where it is
+        (``explanation``); ``TaskError`` if there is none."""
         state = self.state(workflow_id)
-        try:
-            view = state.task_view(task)
-        except KeyError:
-            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}") from None
-        history = attempts.list_attempts(self.backend.records, workflow_id, task)
-        row = enrich(task_rows.summary(view), state, history.get(task, []))
-        if state.graph.kind[state.graph.index[task]] == KIND_CHILD and view.attempt:
-            row["child"] = engine.child_workflow_id(workflow_id, task, view.attempt)
+        index = state.graph.index.get(task)
+        if index is None:
+            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}")
+        facts = gather_facts(self.backend, state, self.clock(), self.outbox_grace_s)
+        (row,) = task_rows.rows(self.backend.records, state, [index], facts)
+        (why,) = explain(state, facts, task)
+        row["explanation"] = why.to_json()
         return row
 
     def logs(self, workflow_id: str, task: str, attempt: int | None = None,
@@ -375,18 +364,3 @@ class WorkflowClient:
     def fetch_output(self, ref: OutputRef) -> Any:
         """Load a stored output and verify its MD5."""
         return json.loads(fetch_verified(self.backend, ref))
-
-
-def row_summary(row: IndexRow) -> dict[str, Any]:
-    """A JSON-ready summary of an index row."""
-    out: dict[str, Any] = {
-        "id": row.id, "name": row.name, "status": row.status, "counts": dict(row.counts),
-        "created_at": row.created_at, "updated_at": row.updated_at,
-        "cancel_requested": row.cancel_requested,
-    }
-    if row.parent_id:
-        out["parent_id"] = row.parent_id
-        out["parent_task"] = row.parent_task
-    if row.extra:
-        out["extra"] = row.extra
-    return out

@@ -19,6 +19,7 @@ from dagq.config import Settings
 from dagq.errors import ConfigError
 from dagq.functions import build_blueprints, coordinator_trigger
 from dagq.functions.http_api import openapi_document
+from dagq.protocol import http
 from tests.functions.host import app_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,8 +33,7 @@ HTTP_NAMES = {"submit_workflow", "validate_workflow", "list_workflows", "get_wor
               "cancel_workflow", "retry_workflow", "health", "openapi",
               "list_schedules", "add_schedule", "get_schedule", "remove_schedule",
               "pause_schedule", "resume_schedule", "trigger_schedule", "backfill_schedule",
-              "update_schedule", "status_page", "workflow_graph", "workflow_explain",
-              "task_detail"}
+              "update_schedule", "status_page", "workflow_graph", "workflow_explain"}
 ALWAYS = HTTP_NAMES | {"schedule_ticker"}
 """Functions registered whatever the coordinator trigger."""
 
@@ -151,6 +151,19 @@ def test_every_http_function_matches_openapi() -> None:
     documented = {(path, method) for path, ops in openapi()["paths"].items()
                   for method in ops if method in ("get", "post", "put", "patch", "delete")}
     assert routes == documented
+
+
+def test_every_http_function_is_an_endpoint_of_the_wire_contract() -> None:
+    registered = set()
+    for name, function_json in indexed(SERVICEBUS).items():
+        binding = trigger_of(function_json)
+        if binding["type"] == "httpTrigger":
+            registered |= {(name, m.upper(), binding["route"]) for m in binding["methods"]}
+    assert registered == {(e.name, e.method, e.route) for e in http.ENDPOINTS}
+    operations = {(path, method.upper()): op["operationId"]
+                  for path, ops in openapi()["paths"].items() for method, op in ops.items()}
+    for e in http.ENDPOINTS:  # the client and the document name each route the same way
+        assert operations[("/" + e.route.replace("{*", "{"), e.method)] == e.operation, e
 
 
 def test_openapi_operations_declare_their_path_parameters_and_errors() -> None:

@@ -206,6 +206,40 @@ def test_list_pages_by_id(fns: dict[str, Handler]) -> None:
     assert done == {"workflows": [], "next": None}
 
 
+def test_list_filters_and_pages_newest_first_on_the_server(
+        fns: dict[str, Handler], runtime: Runtime) -> None:
+    for i in range(5):
+        body = DIAMOND.replace(b"name: diamond", b"name: Diamond-%d" % (i % 2))
+        assert http(fns["submit_workflow"], "POST", "", body=body,
+                    params={"id": f"n{i}"})[0] == 201
+    direct = [w["id"] for w in runtime.client().list_workflows()]
+    seen: list[str] = []
+    after: str | None = None
+    while True:
+        params = {"order": "newest", "limit": "2", **({"after": after} if after else {})}
+        status, page = http(fns["list_workflows"], "GET", "", params=params)
+        assert status == 200 and len(page["workflows"]) <= 2
+        seen += [w["id"] for w in page["workflows"]]
+        if (after := page["next"]) is None:
+            break
+    assert seen == direct and sorted(seen) == [f"n{i}" for i in range(5)]
+    _, named = http(fns["list_workflows"], "GET", "", params={"name": "diamond-1"})
+    assert [w["id"] for w in named["workflows"]] == ["n1", "n3"]
+    _, later = http(fns["list_workflows"], "GET", "", params={"since": "4102444800"})
+    assert later == {"workflows": [], "next": None}
+    _, recent = http(fns["list_workflows"], "GET", "", params={"since": "0", "name": "DIAMOND"})
+    assert len(recent["workflows"]) == 5
+
+
+@pytest.mark.parametrize("params", [
+    {"order": "newest", "after": "not-a-cursor"}, {"since": "yesterday"}, {"order": "oldest"},
+])
+def test_bad_list_parameters_are_400(fns: dict[str, Handler], params: dict[str, str]) -> None:
+    status, answer = http(fns["list_workflows"], "GET", "", params=params)
+    assert (status, answer["code"]) == (400, "bad_parameter")
+    assert any(name in answer["error"] for name in params)
+
+
 def test_cancel_and_retry(fns: dict[str, Handler], backend: Backend) -> None:
     http(fns["submit_workflow"], "POST", "", body=DIAMOND, params={"id": "w"})
     deliver_storage_queue(fns["coordinator_queue"], backend)

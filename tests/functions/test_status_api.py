@@ -71,15 +71,13 @@ def test_explain_and_one_task(fns: dict[str, Handler]) -> None:
                       params={"task": "b"}, route={"id": wf})
     assert code == 200 and [r["task"] for r in body["tasks"]] == ["b"]
     assert any("not been started by a coordinator" in r for r in body["tasks"][0]["reasons"])
-    code, body = http(fns["task_detail"], "GET", f"workflows/{wf}/task",
-                      params={"name": "a"}, route={"id": wf})
-    assert code == 200 and body["task"]["phase"] == "pending" and body["output"] is None
-    assert body["explanation"]["task"] == "a"
-    code, body = http(fns["task_detail"], "GET", f"workflows/{wf}/task",
-                      params={"name": "zz"}, route={"id": wf})
-    assert code == 404 and "zz" in body["error"]
-    code, body = http(fns["task_detail"], "GET", f"workflows/{wf}/task", route={"id": wf})
-    assert code == 400 and "?name=" in body["error"]
+    code, body = http(fns["get_task"], "GET", f"workflows/{wf}/tasks/a",
+                      route={"id": wf, "task": "a"})
+    assert code == 200 and body["phase"] == "pending" and body["has_output"] is False
+    assert body["explanation"]["task"] == "a" and body["attempts"] == []
+    code, body = http(fns["get_task"], "GET", f"workflows/{wf}/tasks/zz",
+                      route={"id": wf, "task": "zz"})
+    assert (code, body["code"]) == (400, "task_error") and "zz" in body["error"]
     code, body = http(fns["workflow_explain"], "GET", f"workflows/{wf}/explain",
                       params={"task": "zz"}, route={"id": wf})
     assert code == 400 and "zz" in body["error"]  # a query naming no task

@@ -11,7 +11,7 @@ import pytest
 from dagq.core.parse import load_definition
 from dagq.core.validate import validate
 from dagq.errors import DefinitionError
-from dagq.remote.client import _seg
+from dagq.protocol.http import segment as _seg
 from tests.e2e.api import serve
 from tests.e2e.harness import Dagq
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from dagq.client import Submitted
 from dagq.core.model import WorkflowDef
+from dagq.protocol.http import Submitted
 from dagq.views.task_details import LogRead
 from dagq.views.task_rows import TaskPage
 

@@ -21,12 +21,12 @@ from dagq.cli.render import (
     time_text,
 )
 from dagq.cli.since import SINCE
-from dagq.client import Submitted
 from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.errors import DagqError, DefinitionError, WorkflowFinished, WorkflowNotFound
 from dagq.gc_pause import paused
+from dagq.protocol.http import Submitted
 from dagq.views.task_rows import TaskPage
 
 EXIT_FINISHED = 3

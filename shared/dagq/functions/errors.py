@@ -1,9 +1,11 @@
 """Maps dagq errors to HTTP responses: JSON ``{"error", "code", "details"}``.
 
-Bad input is always a 4xx (400 invalid, 404 unknown id, 409 id conflict or nothing to
-cancel/retry (with the workflow's ``status``), 413 too large,
-415 wrong content type). 5xx is reserved for the server's side: 503 when the store
-cannot be reached, 500 for a bad app setting or a bug (logged with its traceback).
+Which exception is answered with which status and code is one table,
+``dagq.protocol.http.ERRORS``, which the remote client reads back. Bad input is always a
+4xx (400 invalid, 404 unknown id, 409 id conflict or nothing to cancel/retry (with the
+workflow's ``status``), 413 too large, 415 wrong content type). 5xx is reserved for the
+server's side: 503 when the store cannot be reached, 500 for a bad app setting or a bug
+(logged with its traceback).
 """
 
 from __future__ import annotations
@@ -15,17 +17,13 @@ from typing import Any
 
 import azure.functions as func
 
-from dagq.errors import (
-    ConfigError,
-    CronError,
-    DefinitionError,
-    IdConflict,
-    ScheduleExists,
-    ScheduleNotFound,
-    StoreUnavailable,
-    TaskError,
-    WorkflowFinished,
-    WorkflowNotFound,
+from dagq.protocol.http import (
+    CONFIGURATION,
+    INTERNAL,
+    STORE_UNAVAILABLE,
+    ErrorKind,
+    WireError,
+    wire_error,
 )
 
 log = logging.getLogger("dagq.functions.http")
@@ -34,22 +32,26 @@ JSON_TYPE = "application/json"
 
 
 class ApiError(Exception):
-    """An error answer: HTTP status, a stable code, a message and a list of details."""
+    """An error answer: its kind (HTTP status and stable code), a message and details."""
 
-    def __init__(self, status: int, code: str, message: str,
-                 details: list[Any] | None = None, extra: dict[str, Any] | None = None) -> None:
+    def __init__(self, kind: ErrorKind, message: str, details: list[Any] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
         super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details or []
-        self.extra = extra or {}
+        self.wire = WireError(kind, message, details or [], extra or {})
+
+    @property
+    def status(self) -> int:
+        """The HTTP status."""
+        return self.wire.kind.status
+
+    @property
+    def code(self) -> str:
+        """The stable error code."""
+        return self.wire.kind.code
 
     def response(self) -> func.HttpResponse:
         """The JSON response for this error."""
-        body = {"error": self.message, "code": self.code, "details": self.details,
-                **self.extra}
-        return json_response(body, self.status)
+        return error_response(self.wire)
 
 
 def json_response(body: Any, status: int = 200,
@@ -60,36 +62,26 @@ def json_response(body: Any, status: int = 200,
                              charset="utf-8")
 
 
+def error_response(error: WireError, headers: dict[str, str] | None = None
+                   ) -> func.HttpResponse:
+    """The JSON response of an error answer."""
+    return json_response(error.body(), error.kind.status, headers)
+
+
 def to_api_error(exc: Exception) -> ApiError:
     """The ``ApiError`` answering ``exc``."""
     if isinstance(exc, ApiError):
         return exc
-    if isinstance(exc, DefinitionError):
-        where = f" in {exc.source}" if exc.source else ""
-        return ApiError(400, "invalid_definition",
-                        f"the workflow definition{where} has {len(exc.problems)} problem(s)",
-                        [p.to_json() for p in exc.problems])
-    if isinstance(exc, WorkflowNotFound | ScheduleNotFound):
-        return ApiError(404, "not_found", str(exc))
-    if isinstance(exc, ScheduleExists):
-        return ApiError(409, "schedule_exists", str(exc))
-    if isinstance(exc, CronError):
-        return ApiError(400, "invalid_schedule", str(exc))
-    if isinstance(exc, IdConflict):
-        return ApiError(409, "id_conflict", str(exc))
-    if isinstance(exc, WorkflowFinished):
-        return ApiError(409, "finished", str(exc),
-                        extra={"id": exc.workflow_id, "status": exc.status})
-    if isinstance(exc, TaskError):
-        return ApiError(400, "task_error", str(exc))
-    if isinstance(exc, StoreUnavailable):
+    wire = wire_error(exc)
+    if wire is None:
+        log.error("unexpected error while handling a request", exc_info=exc)
+        return ApiError(INTERNAL, "internal error; the function app's log has the details")
+    if wire.kind is STORE_UNAVAILABLE:
         log.error("store unavailable: %s", exc)
-        return ApiError(503, "store_unavailable", str(exc))
-    if isinstance(exc, ConfigError):
+    elif wire.kind is CONFIGURATION:
         log.error("bad app setting: %s", exc)
-        return ApiError(500, "configuration", f"the function app is misconfigured: {exc}")
-    log.error("unexpected error while handling a request", exc_info=exc)
-    return ApiError(500, "internal", "internal error; the function app's log has the details")
+        return ApiError(CONFIGURATION, f"the function app is misconfigured: {exc}")
+    return ApiError(wire.kind, wire.message, wire.details, wire.extra)
 
 
 def answer(handler: Callable[[], func.HttpResponse]) -> func.HttpResponse:

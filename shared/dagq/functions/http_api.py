@@ -11,33 +11,27 @@ from typing import Any
 
 import azure.functions as func
 
-from dagq.client import row_summary
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
 from dagq.functions import http_logs, new_blueprint
-from dagq.functions.errors import answer, json_response
-from dagq.functions.http_auth import http_auth_level, identity_guard
+from dagq.functions.errors import ApiError, json_response
 from dagq.functions.http_io import (
     choice_param,
     int_param,
+    number_param,
     object_param,
     read_definition,
     text_param,
 )
+from dagq.functions.routes import Routes
 from dagq.functions.runtime import Runtime
 from dagq.functions.task_data import route_value, task_file, task_files, task_output
 from dagq.gc_pause import paused
+from dagq.protocol import http
+from dagq.protocol.http import BAD_PARAMETER, DEFAULT_PAGE, MAX_PAGE, MAX_WAIT_S
+from dagq.views.listing import ORDERS, WorkflowFilter, list_page, row_summary
 
-DEFAULT_PAGE = 100
-MAX_PAGE = 1000
-MAX_WAIT_S = 200
-"""Longest ``?wait=``: an HTTP-triggered function must answer within 230 s whatever
-``functionTimeout`` says (Azure Load Balancer idle timeout; see
-https://github.com/MicrosoftDocs/azure-docs/blob/master/includes/functions-timeout-duration.md),
-so a bounded wait ends well before that."""
 WAIT_POLL_S = 1.0
 """Seconds between index reads of a bounded wait (one read each)."""
-
-
 
 
 def _route_id(req: func.HttpRequest) -> str:
@@ -56,7 +50,7 @@ def submit(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
                                        params=params)
     return json_response({"id": done.id, "created": done.created},
                          201 if done.created else 200,
-                         headers={"Location": f"/api/workflows/{done.id}"})
+                         headers={"Location": http.PREFIX + http.GET_WORKFLOW.path(id=done.id)})
 
 
 def validate(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
@@ -67,14 +61,20 @@ def validate(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
 
 
 def list_workflows(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``GET /workflows[?status=&limit=&after=]``: one page of summaries, ordered by id."""
-    status = choice_param(req, "status", WORKFLOW_STATUSES)
+    """``GET /workflows[?status=&since=&name=&order=&limit=&after=]``: one page of
+    summaries, by id or newest first (``dagq.views.listing``), and the ``after`` of the
+    next page (``next``, null on the last)."""
+    where = WorkflowFilter(status=choice_param(req, "status", WORKFLOW_STATUSES),
+                           since=number_param(req, "since"), name=text_param(req, "name"))
+    order = choice_param(req, "order", ORDERS) or "id"
     limit = int_param(req, "limit", DEFAULT_PAGE, minimum=1, maximum=MAX_PAGE) or DEFAULT_PAGE
-    after = text_param(req, "after")
-    rows = runtime.client().backend.index.query(status=status, limit=limit + 1, after=after)
-    page = rows[:limit]
-    following = page[-1].id if len(rows) > limit else None
-    return json_response({"workflows": [row_summary(r) for r in page], "next": following})
+    try:
+        page = list_page(runtime.client().backend.index, where, order=order, limit=limit,
+                         after=text_param(req, "after"))
+    except ValueError as exc:
+        raise ApiError(BAD_PARAMETER, str(exc), [{"parameter": "after"}]) from None
+    return json_response({"workflows": [row_summary(r) for r in page.rows],
+                          "next": page.next})
 
 
 def get_workflow(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
@@ -148,92 +148,19 @@ def openapi() -> func.HttpResponse:
 def http_blueprint(runtime: Runtime, trigger: str = "none") -> func.Blueprint:
     """The HTTP functions, bound to ``runtime``; ``trigger`` is reported by ``/health``."""
     bp = new_blueprint()
-    auth, guard = http_auth_level(runtime.env), identity_guard(runtime.env)
-
-    @bp.function_name("submit_workflow")
-    @bp.route(route="workflows", methods=["POST"], auth_level=auth)
-    @guard
-    def submit_workflow(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: submit(runtime, req))
-
-    @bp.function_name("validate_workflow")
-    @bp.route(route="workflows/validate", methods=["POST"], auth_level=auth)
-    @guard
-    def validate_workflow(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: validate(runtime, req))
-
-    @bp.function_name("list_workflows")
-    @bp.route(route="workflows", methods=["GET"], auth_level=auth)
-    @guard
-    def list_workflows_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: list_workflows(runtime, req))
-
-    @bp.function_name("get_workflow")
-    @bp.route(route="workflows/{id}", methods=["GET"], auth_level=auth)
-    @guard
-    def get_workflow_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: get_workflow(runtime, req))
-
-    @bp.function_name("list_tasks")
-    @bp.route(route="workflows/{id}/tasks", methods=["GET"], auth_level=auth)
-    @guard
-    def list_tasks_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: list_tasks(runtime, req))
-
-    @bp.function_name("task_output")
-    @bp.route(route="workflows/{id}/tasks/{task}/output", methods=["GET"], auth_level=auth)
-    @guard
-    def task_output_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: task_output(runtime, req))
-
-    @bp.function_name("task_files")
-    @bp.route(route="workflows/{id}/tasks/{task}/files", methods=["GET"], auth_level=auth)
-    @guard
-    def task_files_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: task_files(runtime, req))
-
-    @bp.function_name("task_file")
-    @bp.route(route="workflows/{id}/tasks/{task}/files/{*path}", methods=["GET"],
-              auth_level=auth)
-    @guard
-    def task_file_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: task_file(runtime, req))
-
-    @bp.function_name("get_task")
-    @bp.route(route="workflows/{id}/tasks/{task}", methods=["GET"], auth_level=auth)
-    @guard
-    def get_task_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: http_logs.task_detail(runtime, req))
-
-    @bp.function_name("task_logs")
-    @bp.route(route="workflows/{id}/tasks/{task}/logs", methods=["GET"], auth_level=auth)
-    @guard
-    def task_logs_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: http_logs.task_logs(runtime, req))
-
-    @bp.function_name("cancel_workflow")
-    @bp.route(route="workflows/{id}/cancel", methods=["POST"], auth_level=auth)
-    @guard
-    def cancel_workflow(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: cancel(runtime, req))
-
-    @bp.function_name("retry_workflow")
-    @bp.route(route="workflows/{id}/retry", methods=["POST"], auth_level=auth)
-    @guard
-    def retry_workflow(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: retry(runtime, req))
-
-    @bp.function_name("health")
-    @bp.route(route="health", methods=["GET"], auth_level=auth)
-    @guard
-    def health_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: health(runtime, trigger))
-
-    @bp.function_name("openapi")
-    @bp.route(route="openapi.json", methods=["GET"], auth_level=auth)
-    @guard
-    def openapi_fn(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(openapi)
-
+    routes = Routes(bp, runtime)
+    routes.add(http.SUBMIT, lambda req: submit(runtime, req))
+    routes.add(http.VALIDATE, lambda req: validate(runtime, req))
+    routes.add(http.LIST_WORKFLOWS, lambda req: list_workflows(runtime, req))
+    routes.add(http.GET_WORKFLOW, lambda req: get_workflow(runtime, req))
+    routes.add(http.LIST_TASKS, lambda req: list_tasks(runtime, req))
+    routes.add(http.GET_TASK, lambda req: http_logs.task_detail(runtime, req))
+    routes.add(http.TASK_LOGS, lambda req: http_logs.task_logs(runtime, req))
+    routes.add(http.TASK_OUTPUT, lambda req: task_output(runtime, req))
+    routes.add(http.TASK_FILES, lambda req: task_files(runtime, req))
+    routes.add(http.TASK_FILE, lambda req: task_file(runtime, req))
+    routes.add(http.CANCEL, lambda req: cancel(runtime, req))
+    routes.add(http.RETRY, lambda req: retry(runtime, req))
+    routes.add(http.HEALTH, lambda req: health(runtime, trigger))
+    routes.add(http.OPENAPI, lambda req: openapi())
     return bp
-

@@ -18,13 +18,13 @@ The app setting ``DAGQ_HTTP_AUTH`` chooses, for every HTTP function at once:
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import azure.functions as func
 
 from dagq.errors import ConfigError
+from dagq.functions.errors import error_response
+from dagq.protocol.http import UNAUTHORIZED, WireError
 
 AUTH_SETTING = "DAGQ_HTTP_AUTH"
 PRINCIPAL_HEADER = "x-ms-client-principal-id"
@@ -65,8 +65,6 @@ def identity_guard(env: Mapping[str, str]) -> Callable[[HttpFunction], HttpFunct
 
 
 def _unauthorized() -> func.HttpResponse:
-    body: dict[str, Any] = {
-        "error": "this API needs an Entra ID token (Authorization: Bearer ...) that App Service "
-                 "Authentication accepted; none reached the function", "code": "unauthorized",
-        "details": []}
-    return func.HttpResponse(json.dumps(body), status_code=401, mimetype="application/json")
+    return error_response(WireError(
+        UNAUTHORIZED, "this API needs an Entra ID token (Authorization: Bearer ...) that App "
+        "Service Authentication accepted; none reached the function"))

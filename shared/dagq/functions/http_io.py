@@ -7,6 +7,7 @@ with a 500 and never reaches the store with it.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from dagq.compose.loader import require_inline
 from dagq.core.model import WorkflowDef
 from dagq.core.parse import load_definition
 from dagq.functions.errors import ApiError
+from dagq.protocol.http import BAD_PARAMETER, EMPTY_BODY, TOO_LARGE, UNSUPPORTED_MEDIA_TYPE
 
 Format = Literal["yaml", "json"] | None
 
@@ -51,7 +53,7 @@ def read_body(req: func.HttpRequest, max_bytes: int) -> bytes:
 
 
 def _too_large(size: int, max_bytes: int) -> ApiError:
-    return ApiError(413, "too_large",
+    return ApiError(TOO_LARGE,
                     f"the request body has {size} bytes; the limit is {max_bytes} "
                     "(app setting DAGQ_MAX_REQUEST_BYTES)")
 
@@ -62,12 +64,12 @@ def read_definition(req: func.HttpRequest, max_bytes: int) -> WorkflowDef:
     kind = media_type(req)
     if kind not in MEDIA_TYPES:
         given = f"content type {kind!r} is" if kind else "a body without a Content-Type is"
-        raise ApiError(415, "unsupported_media_type",
+        raise ApiError(UNSUPPORTED_MEDIA_TYPE,
                        f"{given} not accepted for a workflow definition; send YAML "
                        "(Content-Type: application/yaml) or JSON (application/json)",
                        sorted(MEDIA_TYPES))
     if not body.strip():
-        raise ApiError(400, "empty_body", "the request body is empty; send a workflow "
+        raise ApiError(EMPTY_BODY, "the request body is empty; send a workflow "
                        "definition as YAML or JSON")
     defn = load_definition(body, source="request body", fmt=MEDIA_TYPES[kind])
     return require_inline(defn, why="by the HTTP API")
@@ -80,7 +82,7 @@ def require_json(req: func.HttpRequest, body: bytes, what: str) -> None:
     if kind == "application/json" or (not kind and not body.strip()):
         return
     given = f"content type {kind!r} is" if kind else "a body without a Content-Type is"
-    raise ApiError(415, "unsupported_media_type",
+    raise ApiError(UNSUPPORTED_MEDIA_TYPE,
                    f"{given} not accepted {what}; send a JSON object (Content-Type: "
                    "application/json)", ["application/json"])
 
@@ -94,13 +96,13 @@ def object_param(req: func.HttpRequest, name: str) -> dict[str, Any] | None:
     try:
         data = json.loads(value, object_pairs_hook=_unique_keys)
     except _RepeatedKey as exc:
-        raise ApiError(400, "bad_parameter",
+        raise ApiError(BAD_PARAMETER,
                        f"query parameter {name} gives the key {exc.key!r} more than once; "
                        "give each key once", [{"parameter": name, "key": exc.key}]) from None
     except ValueError as exc:
         data = exc
     if not isinstance(data, dict):
-        raise ApiError(400, "bad_parameter",
+        raise ApiError(BAD_PARAMETER,
                        f"query parameter {name} must be a JSON object such as "
                        f'{{"epochs": 5}}, got {value[:80]!r}', [{"parameter": name}])
     return data
@@ -133,7 +135,7 @@ def choice_param(req: func.HttpRequest, name: str, choices: Sequence[str]) -> st
     raw = req.params.get(name)
     value = None if raw is None else str(raw)
     if value is not None and value not in choices:
-        raise ApiError(400, "bad_parameter",
+        raise ApiError(BAD_PARAMETER,
                        f"query parameter {name}={value!r} is not one of: {', '.join(choices)}",
                        [{"parameter": name, "allowed": list(choices)}])
     return value
@@ -151,7 +153,23 @@ def int_param(req: func.HttpRequest, name: str, default: int | None, *,
         number = None
     if number is None or number < minimum or (maximum is not None and number > maximum):
         bounds = f"from {minimum}" + (f" to {maximum}" if maximum is not None else "")
-        raise ApiError(400, "bad_parameter",
+        raise ApiError(BAD_PARAMETER,
                        f"query parameter {name}={value!r} must be a whole number {bounds}",
                        [{"parameter": name, "minimum": minimum, "maximum": maximum}])
+    return number
+
+
+def number_param(req: func.HttpRequest, name: str) -> float | None:
+    """A finite number as a query value (``1764700000.5``), or None when absent; 400
+    otherwise."""
+    value = text_param(req, name)
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise ApiError(BAD_PARAMETER, f"query parameter {name}={value!r} must be a number "
+                       "(epoch seconds, e.g. 1764700000)", [{"parameter": name}])
     return number

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from dagq.protocol.http import HOST_NOT_ALLOWED, ORIGIN_NOT_ALLOWED, ErrorKind
+
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods that change nothing; every other method is checked for its ``Origin``."""
 
@@ -36,11 +38,12 @@ LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a request was refused: the HTTP status, an error code and a message."""
+    """Why a request was refused: the kind of error answer and a message."""
 
-    status: int
-    code: str
+    kind: ErrorKind
+    """Its HTTP status and code (``dagq.protocol.http``)."""
     message: str
+    """What was refused and how to get it accepted."""
 
 
 def _split_host(value: str) -> str | None:
@@ -131,14 +134,14 @@ class RequestGuard:
         """Why this request must be refused, or None. ``headers`` have lower-case names."""
         host = headers.get("host")
         if not self.host_allowed(host):
-            return Refusal(421, "host_not_allowed",
+            return Refusal(HOST_NOT_ALLOWED,
                            f"this server does not answer to Host {host!r}; use "
                            f"http://127.0.0.1 or http://localhost, or start dagq serve "
                            "with --allow-host NAME for a name of your own")
         origin = headers.get("origin")
         if method.upper() not in SAFE_METHODS and origin is not None \
                 and not self.origin_allowed(origin, host):
-            return Refusal(403, "origin_not_allowed",
+            return Refusal(ORIGIN_NOT_ALLOWED,
                            f"a {method.upper()} from the web page at {origin!r} is refused "
                            "(cross-site requests cannot change anything here); call the "
                            "API from a script or the dagq CLI, or start dagq serve with "

@@ -30,14 +30,25 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import azure.functions as func
 
+from dagq.functions.errors import error_response
 from dagq.functions.local_guard import SAFE_METHODS, RequestGuard
+from dagq.protocol.http import (
+    BAD_PARAMETER,
+    INTERNAL,
+    KEY_HEADER,
+    KEY_QUERY,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    UNAUTHORIZED,
+    ErrorKind,
+    WireError,
+)
 
 log = logging.getLogger("dagq.functions.local_host")
 
 Handler = Callable[[func.HttpRequest], Any]
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 _PARAM = re.compile(r"^\{(\*?)([A-Za-z_]\w*)(?::[^}]*)?\}$")
-KEY_HEADER = "x-functions-key"
 
 
 @dataclass(frozen=True)
@@ -111,11 +122,9 @@ def http_routes(app: func.FunctionApp) -> list[Route]:
     return sorted(routes, key=lambda r: r.precedence)
 
 
-def _error(status: int, code: str, message: str,
+def _error(kind: ErrorKind, message: str,
            headers: Iterable[tuple[str, str]] = ()) -> func.HttpResponse:
-    body = json.dumps({"error": message, "code": code, "details": []}).encode()
-    return func.HttpResponse(body, status_code=status, mimetype="application/json",
-                             headers=dict(headers))
+    return error_response(WireError(kind, message), dict(headers))
 
 
 class LocalHost:
@@ -136,11 +145,11 @@ class LocalHost:
         refusal = self.guard.check(method, headers)
         if refusal is not None:
             log.warning("refused %s %s: %s", method, raw_path, refusal.message)
-            return _error(refusal.status, refusal.code, refusal.message)
+            return _error(refusal.kind, refusal.message)
         segments = raw_path.strip("/").split("/")
         if self.prefix:
             if not segments or segments[0].lower() != self.prefix:
-                return _error(404, "not_found", f"no route {raw_path}: routes start with "
+                return _error(NOT_FOUND, f"no route {raw_path}: routes start with "
                               f"/{self.prefix}/ (e.g. /{self.prefix}/workflows)")
             segments = segments[1:]
         allowed: set[str] = set()
@@ -156,7 +165,7 @@ class LocalHost:
                     allowed |= route.methods
                 continue
             if not route.anonymous and not self._authorized(headers, query):
-                return _error(401, "unauthorized", "this API needs its key: send it in the "
+                return _error(UNAUTHORIZED, "this API needs its key: send it in the "
                               f"{KEY_HEADER} header (or the code query parameter)")
             req = func.HttpRequest(method, url, headers=dict(headers), params=dict(query),
                                    route_params=params, body=body)
@@ -164,21 +173,21 @@ class LocalHost:
                 resp = route.handler(req)
             except Exception:  # the handlers answer every error themselves; this is a bug
                 log.exception("function %s raised", route.name)
-                return _error(500, "internal", "internal error; the server log has the details")
+                return _error(INTERNAL, "internal error; the server log has the details")
             if isinstance(resp, func.HttpResponse):
                 return resp
             log.error("function %s returned %r, not an HttpResponse", route.name, type(resp))
-            return _error(500, "internal", "internal error; the server log has the details")
+            return _error(INTERNAL, "internal error; the server log has the details")
         if allowed:
-            return _error(405, "method_not_allowed", f"{method} is not allowed on {raw_path}; "
+            return _error(METHOD_NOT_ALLOWED, f"{method} is not allowed on {raw_path}; "
                           f"use {', '.join(sorted(allowed))}",
                           [("Allow", ", ".join(sorted(allowed)))])
-        return _error(404, "not_found", f"no route {raw_path}")
+        return _error(NOT_FOUND, f"no route {raw_path}")
 
     def _authorized(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         if self.key is None:
             return True
-        given = headers.get(KEY_HEADER) or query.get("code") or ""
+        given = headers.get(KEY_HEADER) or query.get(KEY_QUERY) or ""
         return hmac.compare_digest(given.encode(), self.key.encode())
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
@@ -193,7 +202,7 @@ class LocalHost:
         method = str(environ.get("REQUEST_METHOD", "GET")).upper()
         repeated = sorted(k for k, v in parsed.items() if len(v) > 1)
         if repeated and method not in SAFE_METHODS:  # which one was meant? refuse to guess
-            return self._write(_error(400, "bad_parameter",
+            return self._write(_error(BAD_PARAMETER,
                                       f"query parameter {repeated[0]} is given more than "
                                       "once; give it once"), start_response)
         query = {k: v[0] for k, v in parsed.items()}

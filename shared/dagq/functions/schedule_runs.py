@@ -17,6 +17,7 @@ from dagq.core.schedule.policy import ScheduleSpec
 from dagq.functions.errors import ApiError, json_response
 from dagq.functions.http_io import read_body, require_json
 from dagq.functions.runtime import Runtime
+from dagq.protocol.http import BAD_JSON, BAD_REQUEST
 from dagq.schedules import actions
 from dagq.schedules.store import ScheduleStore, summary
 
@@ -32,12 +33,12 @@ def json_object(req: func.HttpRequest, max_bytes: int, allowed: tuple[str, ...])
     try:
         data = json.loads(body or b"{}")
     except ValueError as exc:
-        raise ApiError(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
+        raise ApiError(BAD_JSON, f"the request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ApiError(400, "bad_request", "the request body must be a JSON object")
+        raise ApiError(BAD_REQUEST, "the request body must be a JSON object")
     unknown = sorted(set(data) - set(allowed))
     if unknown:
-        raise ApiError(400, "bad_request", f"unknown field(s) {', '.join(unknown)}; allowed: "
+        raise ApiError(BAD_REQUEST, f"unknown field(s) {', '.join(unknown)}; allowed: "
                        f"{', '.join(allowed)}", [{"field": k} for k in unknown])
     return data
 
@@ -47,7 +48,7 @@ def _instant(data: dict[str, Any], key: str) -> datetime:
     try:
         t = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
-        raise ApiError(400, "bad_request", f"{key!r} must be an ISO 8601 time such as "
+        raise ApiError(BAD_REQUEST, f"{key!r} must be an ISO 8601 time such as "
                        f"2026-03-01T00:00:00Z, got {value!r}", [{"field": key}]) from None
     return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
@@ -64,7 +65,7 @@ def backfill(runtime: Runtime, req: func.HttpRequest, name: str) -> func.HttpRes
     data = json_object(req, runtime.settings.max_request_bytes, ("from", "to"))
     for key in ("from", "to"):
         if key not in data:
-            raise ApiError(400, "bad_request", f"{key!r} is required", [{"field": key}])
+            raise ApiError(BAD_REQUEST, f"{key!r} is required", [{"field": key}])
     now = datetime.fromtimestamp(runtime.clock(), UTC)
     runs = actions.backfill(runtime.backend(), name, _instant(data, "from"),
                             _instant(data, "to"), now)

@@ -23,10 +23,12 @@ from dagq.core.model import WorkflowDef
 from dagq.core.parse import definition_from_dict, load_definition
 from dagq.core.schedule.policy import ScheduleSpec
 from dagq.functions import new_blueprint, schedule_runs
-from dagq.functions.errors import ApiError, answer, json_response
-from dagq.functions.http_auth import http_auth_level, identity_guard
+from dagq.functions.errors import ApiError, json_response
 from dagq.functions.http_io import read_body, require_json
+from dagq.functions.routes import Routes
 from dagq.functions.runtime import Runtime
+from dagq.protocol import http
+from dagq.protocol.http import BAD_JSON, BAD_PARAMETER, BAD_REQUEST
 from dagq.schedules.store import (
     ScheduleStore,
     detail,
@@ -62,7 +64,7 @@ def tick(runtime: Runtime, now: datetime | None = None) -> TickReport:
 def _name(req: func.HttpRequest) -> str:
     name = str(req.route_params.get("name") or "")
     if not name:
-        raise ApiError(400, "bad_parameter", "the URL names no schedule")
+        raise ApiError(BAD_PARAMETER, "the URL names no schedule")
     return name
 
 
@@ -77,9 +79,9 @@ def read_request(req: func.HttpRequest, max_bytes: int) -> dict[str, Any]:
     try:
         data = json.loads(body or b"null")
     except ValueError as exc:
-        raise ApiError(400, "bad_json", f"the request body is not valid JSON: {exc}") from None
+        raise ApiError(BAD_JSON, f"the request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ApiError(400, "bad_request", "the request body must be a JSON object with "
+        raise ApiError(BAD_REQUEST, "the request body must be a JSON object with "
                        "'name', 'cron' and 'definition'")
     problems: list[dict[str, str]] = []
     for key in sorted(set(data) - set(_FIELDS)):
@@ -91,7 +93,7 @@ def read_request(req: func.HttpRequest, max_bytes: int) -> dict[str, Any]:
         if key in data and not isinstance(data[key], kinds):
             problems.append({"field": key, "message": f"must be {want}"})
     if problems:
-        raise ApiError(400, "bad_request", f"the schedule request has {len(problems)} "
+        raise ApiError(BAD_REQUEST, f"the schedule request has {len(problems)} "
                        "problem(s)", list(problems))
     return data
 
@@ -152,7 +154,6 @@ def set_paused(runtime: Runtime, req: func.HttpRequest, paused: bool) -> func.Ht
 def schedules_blueprint(runtime: Runtime, timer_schedule: str = TICK_SCHEDULE) -> func.Blueprint:
     """The ticker timer and the schedule routes, bound to ``runtime``."""
     bp = new_blueprint()
-    auth, guard = http_auth_level(runtime.env), identity_guard(runtime.env)
 
     @bp.function_name("schedule_ticker")
     @bp.timer_trigger(arg_name="timer", schedule=timer_schedule, run_on_startup=False,
@@ -162,58 +163,16 @@ def schedules_blueprint(runtime: Runtime, timer_schedule: str = TICK_SCHEDULE) -
             log.info("schedule ticker is running late")
         tick(runtime)
 
-    @bp.function_name("list_schedules")
-    @bp.route(route="schedules", methods=["GET"], auth_level=auth)
-    @guard
-    def list_schedules(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: list_all(runtime))
-
-    @bp.function_name("add_schedule")
-    @bp.route(route="schedules", methods=["POST"], auth_level=auth)
-    @guard
-    def add_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: add(runtime, req))
-
-    @bp.function_name("get_schedule")
-    @bp.route(route="schedules/{name}", methods=["GET"], auth_level=auth)
-    @guard
-    def get_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: show(runtime, req))
-
-    @bp.function_name("remove_schedule")
-    @bp.route(route="schedules/{name}", methods=["DELETE"], auth_level=auth)
-    @guard
-    def remove_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: remove(runtime, req))
-
-    @bp.function_name("pause_schedule")
-    @bp.route(route="schedules/{name}/pause", methods=["POST"], auth_level=auth)
-    @guard
-    def pause_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: set_paused(runtime, req, True))
-
-    @bp.function_name("resume_schedule")
-    @bp.route(route="schedules/{name}/resume", methods=["POST"], auth_level=auth)
-    @guard
-    def resume_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: set_paused(runtime, req, False))
-
-    @bp.function_name("trigger_schedule")
-    @bp.route(route="schedules/{name}/trigger", methods=["POST"], auth_level=auth)
-    @guard
-    def trigger_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: schedule_runs.trigger(runtime, _name(req)))
-
-    @bp.function_name("backfill_schedule")
-    @bp.route(route="schedules/{name}/backfill", methods=["POST"], auth_level=auth)
-    @guard
-    def backfill_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: schedule_runs.backfill(runtime, req, _name(req)))
-
-    @bp.function_name("update_schedule")
-    @bp.route(route="schedules/{name}", methods=["PATCH"], auth_level=auth)
-    @guard
-    def update_schedule(req: func.HttpRequest) -> func.HttpResponse:
-        return answer(lambda: schedule_runs.update(runtime, req, _name(req), _definition))
-
+    routes = Routes(bp, runtime)
+    routes.add(http.LIST_SCHEDULES, lambda req: list_all(runtime))
+    routes.add(http.ADD_SCHEDULE, lambda req: add(runtime, req))
+    routes.add(http.GET_SCHEDULE, lambda req: show(runtime, req))
+    routes.add(http.REMOVE_SCHEDULE, lambda req: remove(runtime, req))
+    routes.add(http.PAUSE_SCHEDULE, lambda req: set_paused(runtime, req, True))
+    routes.add(http.RESUME_SCHEDULE, lambda req: set_paused(runtime, req, False))
+    routes.add(http.TRIGGER_SCHEDULE, lambda req: schedule_runs.trigger(runtime, _name(req)))
+    routes.add(http.BACKFILL_SCHEDULE,
+               lambda req: schedule_runs.backfill(runtime, req, _name(req)))
+    routes.add(http.UPDATE_SCHEDULE,
+               lambda req: schedule_runs.update(runtime, req, _name(req), _definition))
     return bp

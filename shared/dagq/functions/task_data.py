@@ -17,13 +17,14 @@ import azure.functions as func
 from dagq.errors import NotFound
 from dagq.functions.errors import ApiError, json_response
 from dagq.functions.runtime import Runtime
+from dagq.protocol.http import BAD_PARAMETER, FILE_NOT_FOUND
 
 
 def route_value(req: func.HttpRequest, name: str, what: str) -> str:
     """The route parameter ``name``; 400 when it is missing or empty."""
     value = str(req.route_params.get(name) or "")
     if not value:
-        raise ApiError(400, "bad_parameter", f"the URL names no {what}")
+        raise ApiError(BAD_PARAMETER, f"the URL names no {what}")
     return value
 
 
@@ -52,7 +53,7 @@ def task_file(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
     try:
         data = runtime.client().file(workflow_id, task, path)
     except NotFound as exc:
-        raise ApiError(404, "file_not_found", str(exc)) from None
+        raise ApiError(FILE_NOT_FOUND, str(exc)) from None
     digest = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
     return func.HttpResponse(data, status_code=200, mimetype="application/octet-stream",
                              headers={"Content-MD5": digest})

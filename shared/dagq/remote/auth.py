@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 
 from dagq.errors import ConfigError
+from dagq.protocol.http import KEY_HEADER
 
-KEY_HEADER = "x-functions-key"
 RENEW_BEFORE_S = 300.0
 
 TokenSource = str | Callable[[], str]

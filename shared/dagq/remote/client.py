@@ -19,16 +19,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from dagq import __version__
-from dagq.client import Submitted
 from dagq.compose.loader import load_file
 from dagq.core.model import WorkflowDef
 from dagq.core.parse import definition_to_dict
 from dagq.errors import ConfigError, DefinitionError, Problem, StoreUnavailable, TaskError
+from dagq.protocol import http
+from dagq.protocol.http import MAX_PAGE, MAX_WAIT_S, MD5_HEADER, Submitted, log_position
 from dagq.protocol.synced import write_files
 from dagq.remote.auth import ApiAuth, EntraToken, TokenSource, auth_from_env
 from dagq.remote.errors import raise_for_answer
@@ -36,9 +37,6 @@ from dagq.views.task_details import LogRead
 from dagq.views.task_rows import TaskPage
 from dagq.views.waiting import is_terminal
 
-MAX_SERVER_WAIT_S = 200
-"""The longest ``?wait=`` the API accepts; longer waits are several requests."""
-PAGE = 1000
 Definition = WorkflowDef | Mapping[str, Any] | str | bytes | os.PathLike[str]
 """What ``submit`` takes: a definition object, a mapping, YAML/JSON text, or a file path
 (``pathlib.Path``; a ``str`` is always text)."""
@@ -54,14 +52,6 @@ def api_base(url: str) -> str:
     if not path.endswith("/api"):
         path += "/api"
     return f"{parts.scheme}://{parts.netloc}{path}"
-
-
-def _seg(value: str) -> str:
-    """``value`` as one URL path segment that no client or proxy rewrites: the dot
-    segments ``.`` and ``..`` are percent-encoded too (RFC 3986 removes them)."""
-    if value in (".", ".."):
-        return "%2E" * len(value)
-    return quote(value, safe="")
 
 
 class Client:
@@ -104,14 +94,14 @@ class Client:
         raise_for_answer(resp)
         return resp
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        return self._send(method, path, **kwargs).json()
+    def _call(self, endpoint: http.Endpoint, *, params: Mapping[str, Any] | None = None,
+              content: bytes | None = None, content_type: str | None = None,
+              timeout_s: float | None = None, **route: str) -> httpx.Response:
+        return self._send(endpoint.method, endpoint.path(**route), params=params,
+                          content=content, content_type=content_type, timeout_s=timeout_s)
 
-    def _wf(self, workflow_id: str, tail: str = "") -> str:
-        return f"/workflows/{_seg(workflow_id)}{tail}"
-
-    def _task(self, workflow_id: str, task: str, tail: str) -> str:
-        return self._wf(workflow_id, f"/tasks/{_seg(task)}{tail}")
+    def _answer(self, endpoint: http.Endpoint, **kwargs: Any) -> Any:
+        return self._call(endpoint, **kwargs).json()
 
     # -- submission --------------------------------------------------------------------
     def submit(self, defn: Definition, *, workflow_id: str | None = None,
@@ -119,31 +109,30 @@ class Client:
         """Submit a definition; idempotent with ``workflow_id`` (``IdConflict`` when the id
         holds a different definition). Invalid definitions raise ``DefinitionError``."""
         content, kind = definition_body(defn)
-        answer = self._json("POST", "/workflows", params={"id": workflow_id,
-                                                          "max_fan_in": max_fan_in},
-                            content=content, content_type=kind)
+        answer = self._answer(http.SUBMIT, params={"id": workflow_id, "max_fan_in": max_fan_in},
+                              content=content, content_type=kind)
         return Submitted(str(answer["id"]), bool(answer["created"]))
 
     def validate(self, defn: Definition) -> dict[str, Any]:
         """``{"valid", "name", "tasks"}``, or ``DefinitionError`` listing every problem."""
         content, kind = definition_body(defn)
-        answer: dict[str, Any] = self._json("POST", "/workflows/validate", content=content,
-                                            content_type=kind)
+        answer: dict[str, Any] = self._answer(http.VALIDATE, content=content,
+                                              content_type=kind)
         return answer
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, workflow_id: str) -> None:
         """Request cancellation of the workflow and its active children."""
-        self._send("POST", self._wf(workflow_id, "/cancel"))
+        self._call(http.CANCEL, id=workflow_id)
 
     def retry(self, workflow_id: str) -> str:
         """Retry failed, upstream-failed and cancelled tasks; the request id."""
-        return str(self._json("POST", self._wf(workflow_id, "/retry"))["request_id"])
+        return str(self._answer(http.RETRY, id=workflow_id)["request_id"])
 
     # -- inspection --------------------------------------------------------------------
     def status(self, workflow_id: str) -> dict[str, Any]:
         """What ``dagq status --json`` prints (``children`` included when there are any)."""
-        answer: dict[str, Any] = self._json("GET", self._wf(workflow_id))
+        answer: dict[str, Any] = self._answer(http.GET_WORKFLOW, id=workflow_id)
         return answer
 
     def summary(self, workflow_id: str) -> dict[str, Any]:
@@ -160,11 +149,11 @@ class Client:
         del interval_s  # the server polls; kept for the same signature as WorkflowClient
         deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
         while True:
-            left = MAX_SERVER_WAIT_S if deadline is None else deadline - time.monotonic()
-            wait = max(0, min(MAX_SERVER_WAIT_S, int(left)))
-            answer: dict[str, Any] = self._json("GET", self._wf(workflow_id),
-                                                params={"wait": wait or None},
-                                                timeout_s=wait + 60.0)
+            left = MAX_WAIT_S if deadline is None else deadline - time.monotonic()
+            wait = max(0, min(MAX_WAIT_S, int(left)))
+            answer: dict[str, Any] = self._answer(http.GET_WORKFLOW, id=workflow_id,
+                                                  params={"wait": wait or None},
+                                                  timeout_s=wait + 60.0)
             if is_terminal(answer) or (deadline is not None and time.monotonic() >= deadline):
                 return answer
             if wait == 0:  # under a second left: the server cannot wait that out
@@ -174,31 +163,30 @@ class Client:
                        since: float | None = None,
                        name: str | None = None) -> list[dict[str, Any]]:
         """Summaries of workflows, newest first: only those with ``status``, created at or
-        after ``since`` and whose name contains ``name``; at most ``limit`` (like
-        ``WorkflowClient.list_workflows``, it reads every matching page)."""
+        after ``since`` and whose name contains ``name``; at most ``limit``. The server
+        filters and orders (``dagq.views.listing``); this reads its pages in turn."""
         out: list[dict[str, Any]] = []
         after: str | None = None
-        while True:
-            page = self._json("GET", "/workflows", params={"status": status, "limit": PAGE,
-                                                           "after": after})
-            out += [w for w in page["workflows"]
-                    if (since is None or w["created_at"] >= since)
-                    and (name is None or name.lower() in str(w["name"]).lower())]
+        while limit is None or len(out) < limit:
+            size = MAX_PAGE if limit is None else min(MAX_PAGE, limit - len(out))
+            page = self._answer(http.LIST_WORKFLOWS, params={
+                "status": status, "since": since, "name": name, "order": "newest",
+                "limit": size, "after": after})
+            out += page["workflows"]
             after = page.get("next")
             if not after:
                 break
-        out.sort(key=lambda w: (w["created_at"], w["id"]), reverse=True)
-        return out[:limit]
+        return out
 
     def explain(self, workflow_id: str, task: str | None = None) -> list[dict[str, Any]]:
         """Why each task (or ``task``) is where it is (``GET .../explain``)."""
-        answer = self._json("GET", self._wf(workflow_id, "/explain"), params={"task": task})
+        answer = self._answer(http.EXPLAIN, id=workflow_id, params={"task": task})
         return list(answer["tasks"])
 
     def graph(self, workflow_id: str) -> dict[str, Any]:
         """The run's graph model (``GET .../graph?format=json``)."""
-        answer: dict[str, Any] = self._json("GET", self._wf(workflow_id, "/graph"),
-                                            params={"format": "json"})
+        answer: dict[str, Any] = self._answer(http.GRAPH, id=workflow_id,
+                                              params={"format": "json"})
         return answer
 
     def tasks(self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
@@ -214,7 +202,7 @@ class Client:
                   limit: int | None = None, attention_first: bool = False) -> TaskPage:
         """A page of ``tasks`` with how many matched and the counts over every task
         (``GET .../tasks?offset=&limit=&order=``)."""
-        answer = self._json("GET", self._wf(workflow_id, "/tasks"), params={
+        answer = self._answer(http.LIST_TASKS, id=workflow_id, params={
             "prefix": prefix, "status": status, "queue": queue, "offset": offset or None,
             "limit": limit, "order": "attention" if attention_first else None})
         rows = list(answer["tasks"])
@@ -223,18 +211,17 @@ class Client:
 
     def output(self, workflow_id: str, task: str) -> Any:
         """The task's output (``None`` if it published none)."""
-        return self._json("GET", self._task(workflow_id, task, "/output"))["output"]
+        return self._answer(http.TASK_OUTPUT, id=workflow_id, task=task)["output"]
 
     def files(self, workflow_id: str, task: str) -> list[dict[str, Any]]:
         """``[{"path","size","md5"}]`` of the files ``task`` synced."""
-        return list(self._json("GET", self._task(workflow_id, task, "/files"))["files"])
+        return list(self._answer(http.TASK_FILES, id=workflow_id, task=task)["files"])
 
     def file(self, workflow_id: str, task: str, path: str) -> bytes:
         """One synced file's bytes, checked against the MD5 the server sent."""
-        tail = "/files/" + "/".join(map(_seg, path.split("/")))
-        resp = self._send("GET", self._task(workflow_id, task, tail))
+        resp = self._call(http.TASK_FILE, id=workflow_id, task=task, path=path)
         data = resp.content
-        sent = resp.headers.get("Content-MD5")
+        sent = resp.headers.get(MD5_HEADER)
         if sent and base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode() \
                 != sent:
             raise TaskError(f"file {path!r} of task {task!r} arrived corrupt (MD5 mismatch)")
@@ -257,24 +244,25 @@ class Client:
         return data
 
     def task(self, workflow_id: str, task: str) -> dict[str, Any]:
-        """One task's summary with its attempt history (``GET .../tasks/{task}``)."""
-        answer: dict[str, Any] = self._json("GET", self._task(workflow_id, task, ""))
+        """One task's summary with its attempt history and explanation
+        (``GET .../tasks/{task}``)."""
+        answer: dict[str, Any] = self._answer(http.GET_TASK, id=workflow_id, task=task)
         return answer
 
     def logs(self, workflow_id: str, task: str, attempt: int | None = None,
              offset: int = 0, limit: int | None = None, follow: bool = False) -> LogRead:
         """What ``attempt`` (default the latest) of ``task`` printed from byte ``offset``
         (``GET .../tasks/{task}/logs``; the position comes back in headers)."""
-        resp = self._send("GET", self._task(workflow_id, task, "/logs"),
+        resp = self._call(http.TASK_LOGS, id=workflow_id, task=task,
                           params={"attempt": attempt, "offset": offset or None,
                                   "limit": limit, "follow": "true" if follow else None})
-        return LogRead(attempt=int(resp.headers["X-Dagq-Attempt"]), data=resp.content,
-                       next_offset=int(resp.headers["X-Dagq-Next-Offset"]),
-                       finished=resp.headers.get("X-Dagq-Finished") == "true")
+        got, next_offset, finished = log_position(resp.headers)
+        return LogRead(attempt=got, data=resp.content, next_offset=next_offset,
+                       finished=finished)
 
     def health(self) -> dict[str, Any]:
         """``GET /health``: the store and coordinator the API runs with."""
-        answer: dict[str, Any] = self._json("GET", "/health")
+        answer: dict[str, Any] = self._answer(http.HEALTH)
         return answer
 
     # -- lifetime ----------------------------------------------------------------------

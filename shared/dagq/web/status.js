@@ -183,15 +183,15 @@ async function openTask(id, name, quiet = false) {
   selected = name;
   const panel = document.getElementById("panel");
   const base = `workflows/${encodeURIComponent(id)}/tasks/${encodeURIComponent(name)}`;
-  let detail;
+  let t, output = null;
   try {
-    detail = await get(`workflows/${encodeURIComponent(id)}/task?name=${encodeURIComponent(name)}`);
+    t = await get(base);  // the task, its attempts and why it is where it is
+    if (t.has_output) output = (await get(`${base}/output`)).output;
   } catch (err) {
     if (!quiet) panel.replaceChildren(el("p", { class: "error" }, err.message));
     return;
   }
-  const t = detail.task;
-  const why = detail.explanation;
+  const why = t.explanation;
   const close = el("button", { class: "close", title: "close", onclick: () => {
     selected = null; panel.hidden = true; } }, "×");
   const logs = el("pre", { id: "logs" }, "select an attempt");
@@ -203,8 +203,8 @@ async function openTask(id, name, quiet = false) {
     t.child ? el("div", {}, "child workflow ", el("a", { href: `#/wf/${encodeURIComponent(t.child)}` }, t.child)) : "",
     el("h4", {}, "why"), el("ul", { id: "reasons" }, ...why.reasons.map((r) => el("li", {}, r))),
     t.error ? el("div", {}, el("h4", {}, "error"), el("pre", { class: "error" }, t.error)) : "",
-    el("h4", {}, "output"), el("pre", { id: "output" }, detail.output === null ? "none"
-      : JSON.stringify(detail.output, null, 2).slice(0, 20000)),
+    el("h4", {}, "output"), el("pre", { id: "output" }, output === null ? "none"
+      : JSON.stringify(output, null, 2).slice(0, 20000)),
     el("h4", {}, "logs"), attempts, logs);
   panel.hidden = false;
   if (t.attempt) await showLogs(base, t.attempt, logs);
