@@ -67,14 +67,25 @@ param storageSku string = 'Standard_ZRS'
 @maxValue(365)
 param deleteRetentionDays int = 7
 
-// Documented range 1-1000, applied per function scale group (HTTP functions share one
-// group; each other trigger has its own); always-ready instances are not counted.
-// https://learn.microsoft.com/azure/azure-functions/event-driven-scaling#limit-scale-out
-// It caps, it does not guarantee a single instance: correctness rests on the state CAS.
-@description('On-demand instances per Flex scale group (1-1000). 1 asks for one coordinator instance; the platform does not guarantee it (see docs/functions.md).')
+// Flex Consumption limit on on-demand instances, per function scale group: the HTTP
+// functions share one group, the coordinator trigger and the repair timer each scale on
+// their own, and always-ready instances are not counted.
+//   Range: "Currently the lowest maximum instance count value is 1, and the highest
+//   supported maximum instance count value is 1000" and "applies to on-demand instances in
+//   each per-function scale group":
+//   https://learn.microsoft.com/azure/azure-functions/event-driven-scaling#limit-scale-out
+//   REST API: "The maximum number of on demand instances per function group"
+//   (https://github.com/Azure/azure-rest-api-specs/pull/45083).
+//   Default 40: the value every region accepts. It was the documented lowest value until
+//   values below 40 were enabled region by region
+//   (https://github.com/Azure/azure-functions-host/issues/10523), and pages still differ
+//   (https://learn.microsoft.com/azure/azure-functions/flex-consumption-plan#considerations),
+//   so lower values are allowed here but not the default. docs/deploy.md explains what
+//   the cap means for dagq.
+@description('On-demand instances per Flex Consumption scale group (1-1000; below 40 only where the region accepts it). Caps the coordinator, the HTTP API and the timer separately.')
 @minValue(1)
 @maxValue(1000)
-param maximumInstanceCount int = 1
+param maximumInstanceCount int = 40
 
 @description('Memory of each Function App instance in MB.')
 @allowed([
@@ -122,7 +133,7 @@ var packageContainerName = '${storePrefix}-package'
 // https://learn.microsoft.com/azure/role-based-access-control/built-in-roles (the same in
 // every cloud; tests/infra pins each one by its role name). Data-plane roles only: no
 // Owner, Contributor or Storage Account Contributor (a management role that can read
-// account keys).
+// account keys). Service Bus Data Owner is granted on one queue only (see below).
 var roles = {
   storageBlobDataOwner: 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
   storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
@@ -130,6 +141,7 @@ var roles = {
   storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
   serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39'
   serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0'
+  serviceBusDataOwner: '090c5cfd-751d-490a-894a-3ce6f1109419'
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
 }
 
@@ -220,6 +232,32 @@ module functionServiceBusRoles 'modules/role-assignments.bicep' = if (useService
   ]
 }
 
+// Function App identity: Manage rights on the completion queue only, so the scale
+// controller can read the queue's message count. Target-based scaling for Service Bus
+// needs them ("use Manage rights on resources for the most efficient scaling. With Listen
+// rights, scaling reverts to incremental scale",
+// https://learn.microsoft.com/azure/azure-functions/functions-target-based-scaling#service-bus-queues-and-topics):
+// the extension reads the count with GetQueueRuntimePropertiesAsync and falls back when
+// that is refused (ServiceBusMetricsProvider.cs in Azure/azure-sdk-for-net,
+// sdk/servicebus/Microsoft.Azure.WebJobs.Extensions.ServiceBus/src/Listeners). With RBAC
+// that right is Azure Service Bus Data Owner, granted here at queue scope, the narrowest
+// Service Bus offers; it gives no rights on the task queues or the namespace.
+module functionServiceBusScaleRoles 'modules/role-assignments.bicep' = if (useServiceBus) {
+  name: 'dagq-roles-func-servicebus-scale'
+  params: {
+    scopeKind: 'servicebusqueue'
+    scopeName: serviceBusNamespaceName
+    queueName: '${storePrefix}-completions'
+    principalId: identities.outputs.FUNCTION_IDENTITY_PRINCIPAL_ID
+    roleDefinitionIds: [
+      roles.serviceBusDataOwner
+    ]
+  }
+  dependsOn: [
+    serviceBus
+  ]
+}
+
 // Function App identity: telemetry with Entra ID authentication (local auth is off).
 module functionMonitoringRoles 'modules/role-assignments.bicep' = {
   name: 'dagq-roles-func-monitoring'
@@ -294,6 +332,7 @@ module functionApp 'modules/functionapp.bicep' = {
   dependsOn: [
     functionStorageRoles
     functionServiceBusRoles
+    functionServiceBusScaleRoles
     functionMonitoringRoles
   ]
 }

@@ -53,7 +53,7 @@ param maxDeliveryCount int
 @description('Lock / visibility timeout in seconds (DAGQ_VISIBILITY_TIMEOUT).')
 param lockDurationSeconds int
 
-@description('On-demand instances per scale group; 1 keeps a single coordinator instance.')
+@description('On-demand instances per Flex Consumption scale group (documented range 1-1000; main.bicep defaults to 40).')
 @minValue(1)
 @maxValue(1000)
 param maximumInstanceCount int
@@ -204,9 +204,10 @@ resource site 'Microsoft.Web/sites@2024-04-01' = {
           }
         }
       }
-      // The limit applies to the on-demand instances of each per-function scale
-      // group, so the coordinator function scales to at most maximumInstanceCount
-      // instances. No always-ready instances: they would come on top of the limit.
+      // The limit applies to the on-demand instances of each per-function scale group
+      // (the HTTP group, the coordinator function, the repair timer), not to the app as a
+      // whole: https://learn.microsoft.com/azure/azure-functions/event-driven-scaling#limit-scale-out
+      // No always-ready instances: they would come on top of the limit.
       scaleAndConcurrency: {
         maximumInstanceCount: maximumInstanceCount
         instanceMemoryMB: instanceMemoryMB

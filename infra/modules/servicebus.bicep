@@ -20,7 +20,7 @@ param hardwareClasses array
 @maxValue(2000)
 param maxDeliveryCount int
 
-@description('Peek-lock duration in seconds (Service Bus allows at most 300).')
+@description('Peek-lock duration of the task queues in seconds (Service Bus allows at most 300).')
 @minValue(5)
 @maxValue(300)
 param lockDurationSeconds int
@@ -36,6 +36,17 @@ param sku string
 param tags object
 
 var lockDuration = 'PT${lockDurationSeconds}S'
+
+// The coordinator trigger receives the completion queue in batches, and the Functions
+// extension renews no lock of a batch: each invocation must end inside this lock, so it
+// is the longest Service Bus allows (DAGQ_SB_LOCK_DURATION in the app must match it).
+var completionLockDuration = 'PT5M'
+
+// dagq sends at most 256 KiB per message on either tier (dagq.core.limits); on Premium the
+// per-queue limit is set to its smallest value, 1 MiB, which covers that. Standard queues
+// have a fixed 256 KiB limit and take no value.
+var isPremium = sku == 'Premium'
+var premiumMaxMessageSizeInKilobytes = 1024
 
 resource namespace 'Microsoft.ServiceBus/namespaces@2022-10-01-preview' = {
   name: name
@@ -61,7 +72,8 @@ resource completions 'Microsoft.ServiceBus/namespaces/queues@2022-10-01-preview'
     requiresDuplicateDetection: true
     duplicateDetectionHistoryTimeWindow: duplicateDetectionWindow
     maxDeliveryCount: maxDeliveryCount
-    lockDuration: lockDuration
+    lockDuration: completionLockDuration
+    maxMessageSizeInKilobytes: isPremium ? premiumMaxMessageSizeInKilobytes : null
     deadLetteringOnMessageExpiration: true
     enableBatchedOperations: true
   }
@@ -77,6 +89,7 @@ resource taskQueues 'Microsoft.ServiceBus/namespaces/queues@2022-10-01-preview' 
     duplicateDetectionHistoryTimeWindow: duplicateDetectionWindow
     maxDeliveryCount: maxDeliveryCount
     lockDuration: lockDuration
+    maxMessageSizeInKilobytes: isPremium ? premiumMaxMessageSizeInKilobytes : null
     deadLetteringOnMessageExpiration: true
     enableBatchedOperations: true
   }

@@ -25,7 +25,7 @@ param hardwareClasses array
 @allowed(['Standard_LRS', 'Standard_ZRS', 'Standard_GRS', 'Standard_GZRS'])
 param skuName string
 
-@description('Days a deleted blob or container stays recoverable.')
+@description('Days a deleted container stays recoverable (container soft delete; blob soft delete is off, see blobService).')
 @minValue(1)
 @maxValue(365)
 param deleteRetentionDays int
@@ -90,14 +90,25 @@ resource account 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   }
 }
 
+// Blob soft delete is off on purpose. With it on, every overwrite (Put Blob, Put Block List)
+// keeps a soft-deleted snapshot for the whole retention period, and dagq overwrites the same
+// blobs all the time: a workflow's state blob at every commit, and the log tail of an attempt
+// with long output every 30 seconds (2,880 a day). Microsoft advises under 1,000 soft-deleted snapshots
+// per blob within the retention period, as more slow down blob listing, and suggests keeping
+// frequently overwritten data in an account with blob soft delete disabled:
+//   https://learn.microsoft.com/azure/storage/blobs/soft-delete-vs-versioning-options
+//   https://learn.microsoft.com/azure/storage/blobs/soft-delete-blob-overview#pricing-and-billing
+// Versioning stays off for the same reason (a new version per write; same 1,000-per-blob advice).
+// Container soft delete stays on: a deleted {p}-state or {p}-outputs container (with every blob
+// in it) can be restored for deleteRetentionDays.
 resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' = {
   parent: account
   name: 'default'
   properties: {
     deleteRetentionPolicy: {
-      enabled: true
-      days: deleteRetentionDays
+      enabled: false
     }
+    isVersioningEnabled: false
     containerDeleteRetentionPolicy: {
       enabled: true
       days: deleteRetentionDays

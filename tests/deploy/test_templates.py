@@ -326,7 +326,8 @@ def test_batch_job_and_task_run_the_worker_image_with_dagq_settings() -> None:
     ]["containerImageNames"]
     settings = task["containerSettings"]
     assert settings["imageName"] in images
-    assert task["commandLine"].split()[0] == env["DAGQ_WORKER_QUEUE"]
+    argv = task["commandLine"].split()
+    assert argv[argv.index("worker") + 1] == env["DAGQ_WORKER_QUEUE"]
     assert task["userIdentity"]["autoUser"]["elevationLevel"] == "nonadmin"
     stop = re.search(r"--stop-timeout[ =](\d+)", settings["containerRunOptions"])
     assert stop and float(env["DAGQ_KILL_TIMEOUT"]) + 30 <= int(stop[1]), "stop before drain ends"

@@ -15,6 +15,7 @@ BUILT_IN_ROLES = {
     "Storage Table Data Contributor": "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3",
     "Azure Service Bus Data Sender": "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39",
     "Azure Service Bus Data Receiver": "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0",
+    # https://learn.microsoft.com/azure/role-based-access-control/built-in-roles/integration#azure-service-bus-data-owner
     "Azure Service Bus Data Owner": "090c5cfd-751d-490a-894a-3ce6f1109419",
     "Monitoring Metrics Publisher": "3913510d-42f4-4e42-8a64-420c390055eb",
     "Owner": "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
@@ -34,6 +35,7 @@ ROLE_OF_KEY = {
     "storageTableDataContributor": "Storage Table Data Contributor",
     "serviceBusDataSender": "Azure Service Bus Data Sender",
     "serviceBusDataReceiver": "Azure Service Bus Data Receiver",
+    "serviceBusDataOwner": "Azure Service Bus Data Owner",
     "monitoringMetricsPublisher": "Monitoring Metrics Publisher",
 }
 """Each key of main.bicep's ``roles`` variable and the built-in role it must hold."""

@@ -196,7 +196,9 @@ def test_service_bus_queues_have_sessions_and_duplicate_detection(templates: Tem
     for queue in [completions, *tasks]:
         assert queue["properties"]["requiresDuplicateDetection"] is True
         assert queue["properties"]["maxDeliveryCount"] == Sym("maxDeliveryCount")
-        assert queue["properties"]["lockDuration"] == "PT90S"
+    # the batch trigger renews no lock: the completion queue has the longest one
+    assert completions["properties"]["lockDuration"] == "PT5M"
+    assert [q["properties"]["lockDuration"] for q in tasks] == ["PT90S", "PT90S"]
 
 
 # ---------------------------------------------------------------- function app
@@ -270,12 +272,12 @@ def test_name_parameters_follow_dagqs_naming_rules(templates: Templates) -> None
     assert "1-36" in params["hardwareClasses"]["decorators"][0]["argument"]
 
 
-def test_coordinator_is_limited_to_one_instance_by_default(templates: Templates) -> None:
+def test_instances_are_capped_per_scale_group_by_default(templates: Templates) -> None:
     site = _resource(templates, "modules/functionapp.bicep", "site")
     scale = site["properties"]["functionAppConfig"]["scaleAndConcurrency"]
     assert scale["maximumInstanceCount"] == "maximumInstanceCount"
     assert "alwaysReady" not in scale, "always-ready instances come on top of the maximum"
-    assert templates["main.bicep"]["parameters"]["maximumInstanceCount"]["default"] == 1
+    assert templates["main.bicep"]["parameters"]["maximumInstanceCount"]["default"] == 40
     plan = _resource(templates, "modules/functionapp.bicep", "plan")
     assert plan["sku"] == {"tier": "FlexConsumption", "name": "FC1"}
 
@@ -376,6 +378,9 @@ def test_each_identity_gets_exactly_the_data_roles_it_needs(templates: Templates
             TABLE_CONTRIBUTOR,
         },
         ("FUNCTION_IDENTITY_PRINCIPAL_ID", "servicebus"): {SB_SENDER, SB_RECEIVER},
+        ("FUNCTION_IDENTITY_PRINCIPAL_ID", "servicebusqueue"): {
+            BUILT_IN_ROLES["Azure Service Bus Data Owner"]
+        },
         ("FUNCTION_IDENTITY_PRINCIPAL_ID", "appinsights"): {METRICS_PUBLISHER},
         ("WORKER_IDENTITY_PRINCIPAL_ID", "storage"): {
             BLOB_CONTRIBUTOR,
@@ -422,7 +427,7 @@ def test_role_assignments_have_guid_names_and_service_principals(templates: Temp
             assert body["properties"]["principalType"] == "ServicePrincipal", f"{file}:{name}"
             role = body["properties"]["roleDefinitionId"]["function"]
             assert role["type"] == "subscription_resource_id", f"{file}:{name}"
-    assert found == 3
+    assert found == 4
 
 
 # ---------------------------------------------------------------- outputs and parameters

@@ -323,6 +323,10 @@ class ServiceBusQueue:
                 pass
 
 
+COMPLETION_LOCK_S = 300.0
+"""Lock of a completion queue dagq creates: the most Service Bus allows, as the templates set."""
+
+
 class ServiceBusQueues:
     """``Queues`` on one Service Bus namespace, names derived from the store prefix."""
 
@@ -355,13 +359,15 @@ class ServiceBusQueues:
         return sorted(n for n in found if n)
 
     def create(self, physical: str, *, sessions: bool) -> None:
-        """Create a queue with duplicate detection (and sessions for completions)."""
+        """Create a queue with duplicate detection (and sessions for completions, with the
+        longest lock: the Functions trigger renews no lock of a batch, docs/functions.md)."""
+        lock_s = COMPLETION_LOCK_S if sessions else self.lock_duration_s
         with self.guard(f"creating Service Bus queue {physical!r}"):
             with suppress(MessagingEntityAlreadyExistsError):
                 self.admin.create_queue(
                     physical, requires_session=sessions, requires_duplicate_detection=True,
                     duplicate_detection_history_time_window=dt.timedelta(minutes=10),
-                    lock_duration=dt.timedelta(seconds=self.lock_duration_s),
+                    lock_duration=dt.timedelta(seconds=lock_s),
                     max_delivery_count=max(self.max_deliveries * 2, 10))
             self.plumbing.count("queue.setup")
 
