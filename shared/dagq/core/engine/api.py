@@ -104,8 +104,11 @@ def cancel(state: WorkflowState, now: float) -> Effects:
         if code in (PENDING, READY):
             step.finish(i, CANCELLED, error="cancelled")
         elif code == RUNNING:
+            # only a start delay makes an attempt "not started yet": an attempt sent
+            # without one may run at once (and its stored time is rounded to the ms)
+            delay = state.delay_used[i]
             started = state.dispatched_at[i] or 0.0
-            if started + state.delay_used[i] > now and g.kind[i] != KIND_CHILD:
+            if delay > 0 and started + delay > now and g.kind[i] != KIND_CHILD:
                 step.finish(i, CANCELLED, error="cancelled before it started")
             else:
                 state.stopping[i] = 1
