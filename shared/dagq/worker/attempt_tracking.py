@@ -25,6 +25,7 @@ from dagq.protocol.messages import TaskMessage
 from dagq.worker.eventlog import EVENTS as events
 from dagq.worker.history import HistoryWriter
 from dagq.worker.logcapture import LogCapture, LogStats
+from dagq.worker.pacer import PACER, Pacer
 from dagq.worker.processors import Outcome
 
 
@@ -55,7 +56,8 @@ class AttemptTracker:
     """Tracks one run of one attempt on this worker."""
 
     def __init__(self, backend: Backend, settings: Settings, worker_id: str,
-                 task: TaskMessage, log_path: Path, history: HistoryWriter) -> None:
+                 task: TaskMessage, log_path: Path, history: HistoryWriter,
+                 pacer: Pacer = PACER) -> None:
         self.backend, self.worker_id, self.task = backend, worker_id, task
         self.history = history
         self.started_at = time.time()
@@ -68,8 +70,9 @@ class AttemptTracker:
             backend.outputs, log_path, task.workflow_id, task.task, task.attempt, self.run_id,
             max_bytes=settings.log_max_bytes, flush_interval=settings.log_flush_interval,
         ) if settings.log_capture else None
-        self._timer = threading.Timer(settings.log_flush_interval, self._still_running)
-        self._timer.daemon = True
+        self._pacer = pacer
+        self._flush_interval = settings.log_flush_interval
+        self._timer = -1  # the pacer's handle of the "still running" record
         self.record: dict[str, Any] = {
             "task": task.task, "attempt": task.attempt, "run_id": self.run_id,
             "worker": worker_id, "started_at": self.started_at, "ended_at": None,
@@ -80,8 +83,8 @@ class AttemptTracker:
     def start(self) -> None:
         """Announce the start; begin streaming the log."""
         if self.capture is not None:
-            self.capture.start()
-            self._timer.start()
+            self.capture.start(self._pacer)
+            self._timer = self._pacer.call_later(self._flush_interval, self._still_running)
         events.info("task start %s attempt %d", self._label(), self.task.attempt,
                     extra={"dagq": self._fields(event="task_start")})
 
@@ -93,7 +96,7 @@ class AttemptTracker:
             if self._ended:
                 return None
             self._ended = True
-        self._timer.cancel()
+        self._pacer.cancel(self._timer)
         result = result_of(outcome, released=released, cancelled=cancelled)
         trailer = _TRAILERS.get(result)
         if self.capture is None:

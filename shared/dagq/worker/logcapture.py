@@ -30,6 +30,7 @@ from pathlib import Path
 
 from dagq.ports import OutputStore
 from dagq.protocol.tasklogs import log_object_name
+from dagq.worker.pacer import Pacer
 
 log = logging.getLogger("dagq.worker")
 
@@ -80,21 +81,39 @@ class LogCapture:
         self._last_flush = self._last_tail = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._pacer: Pacer | None = None
+        self._pending = -1  # the pacer's handle of a deferred start
         self._lock = threading.Lock()
         path.touch()
 
-    def start(self) -> LogCapture:
-        """Start the background thread; returns ``self``."""
-        self._thread = threading.Thread(target=self._loop, name="dagq-logcapture", daemon=True)
-        self._thread.start()
+    def start(self, pacer: Pacer | None = None) -> LogCapture:
+        """Start the background thread now, or with ``pacer`` after the first poll
+        interval (an attempt that ends sooner never starts one); returns ``self``."""
+        if pacer is None:
+            self._start_thread()
+        else:
+            self._pacer = pacer
+            self._pending = pacer.call_later(POLL_S, self._start_thread)
         return self
+
+    def _start_thread(self) -> None:
+        with self._lock:
+            if self._stop.is_set():  # finished before its deferred start
+                return
+            self._thread = threading.Thread(target=self._loop, name="dagq-logcapture",
+                                            daemon=True)
+            self._thread.start()
 
     def finish(self, trailer: str | None = None) -> LogStats:
         """Append ``trailer`` (a note from the worker), upload everything left, delete
         the local file and report. Never raises for a store error (it is logged)."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        if self._pacer is not None:
+            self._pacer.cancel(self._pending)
+        with self._lock:  # a deferred start either ran already or never will
+            thread = self._thread
+        if thread is not None:
+            thread.join()
         if trailer:
             with open(self.path, "ab") as f:
                 f.write(trailer.encode())

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import socket
 import tempfile
@@ -39,7 +38,7 @@ from dagq.worker import claims, gpu, podcost, preemption, publish
 from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import finish_task_sync, start_task_sync
-from dagq.worker.environment import task_context, task_env
+from dagq.worker.environment import remove_workdir, task_context, task_env
 from dagq.worker.gate import Gate, stop
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.held import Held
@@ -313,7 +312,7 @@ class Worker:
                 tracker.end(Outcome(False, "the worker could not finish handling the attempt"))
             if gpus and self.gpu_pool is not None:
                 self.gpu_pool.release(gpus)
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_workdir(workdir)
 
     def _context(self, run: Held, workdir: Path, gpus: list[str] | None,
                  resolve: bool = True) -> TaskContext:
