@@ -80,7 +80,7 @@ W_GATE = "worker: gate check (state read, cached)"
 W_MKDTEMP = "worker: workdir mkdtemp"
 W_CONTEXT = "worker: task context (inputs file, env)"
 W_TRACKER_INIT = "worker: attempt tracker init"
-W_TRACKER_START = "worker: tracker start (capture thread + timer)"
+W_TRACKER_START = "worker: tracker start (deferred capture and record)"
 W_PROCESSOR = "worker: processor (glue)"
 W_RUN_PROCESS = "worker: run_process (watchdog, proctree, tail)"
 W_SPAWN = "worker: spawn (fork+exec supervisor)"
@@ -91,7 +91,7 @@ W_LOG_FINISH = "worker: log capture finish (join, upload)"
 W_LOG_PUT = "worker: log object put"
 W_SEND = "worker: completion send"
 W_DELETE = "worker: ack (delete task message)"
-W_RMTREE = "worker: workdir rmtree"
+W_RMTREE = "worker: workdir removal"
 W_EXECUTE = "worker: _execute (glue)"
 W_HANDLE = "worker: _handle (glue)"
 C_RECEIVE = "coordinator: receive (the query that took it)"
@@ -410,9 +410,7 @@ def install(rec: Recorder, role: str) -> None:
         wrap(W, "_context", W_CONTEXT)
         _set(w_runtime, "tempfile", types.SimpleNamespace(
             mkdtemp=rec.timed(W_MKDTEMP, tempfile.mkdtemp), gettempdir=tempfile.gettempdir))
-        import shutil
-        _set(w_runtime, "shutil", types.SimpleNamespace(
-            rmtree=rec.timed(W_RMTREE, shutil.rmtree)))
+        wrap(w_runtime, "remove_workdir", W_RMTREE)
         T = attempt_tracking.AttemptTracker
         wrap(T, "__init__", W_TRACKER_INIT)
         wrap(T, "start", W_TRACKER_START)
