@@ -43,6 +43,16 @@ def set_output(value: Any) -> None:
     Path(_env("DAGQ_OUTPUT_FILE")).write_text(data)
 
 
+def get_item() -> Any:
+    """The item of this instance of a mapped task (``map: {over: ...}``): any JSON value.
+    Raises ``TaskError`` in a task that is not an instance of a mapped task."""
+    text = os.environ.get("DAGQ_ITEM_JSON")
+    if text is None:
+        raise TaskError("get_item() works only in an instance of a mapped task (a task with "
+                        "map: {over: ...}); this task has no item")
+    return json.loads(text)
+
+
 def get_upstream_outputs() -> dict[str, Any]:
     """Outputs of the direct upstream tasks that succeeded (skipped ones map to None)."""
     return dict(_inputs())

@@ -399,7 +399,7 @@ def test_stored_output_without_resolver() -> None:
         ("inputs.a.items.0", 14, "use [0]"),
         ('inputs["t-*"].loss < 1', 0, "only be used inside all()"),
         ("inputs.*.loss < 1", 0, "only be used inside all()"),
-        ("all(inputs.a.ok)", 0, "needs a glob-selected input"),
+        ("all(inputs.a.ok and inputs.b.ok)", 0, "needs a glob-selected input"),
         ("all(inputs['a-*'].x and inputs['b-*'].x)", 24, "only one glob pattern"),
         ("all(any(inputs.*.x))", 4, "cannot be nested"),
         ("all", 0, "must be called"),

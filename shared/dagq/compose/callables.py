@@ -20,6 +20,8 @@ from dagq.imports import resolve
 CALL_RE = IMPORT_PATH_RE
 """Shape of ``kwargs.call``: ``package.module:function`` (the qualname may be dotted)."""
 INPUTS_PARAMETER = "inputs"
+ITEM_PARAMETER = "item"
+"""An instance of a mapped task passes its item to a function parameter of this name."""
 """A function parameter with this name receives the direct upstream outputs."""
 
 _IMPORTABLE_HINT = ("the worker imports function tasks by module path in a fresh process, "
@@ -86,6 +88,8 @@ def bind_problem(fn: Callable[..., Any], args: Mapping[str, Any]) -> str | None:
     call_args = dict(args)
     if wants_inputs(fn):
         call_args.setdefault(INPUTS_PARAMETER, {})
+    if ITEM_PARAMETER in sig.parameters:  # an instance of a mapped task gets its item there
+        call_args.setdefault(ITEM_PARAMETER, None)
     try:
         sig.bind(**call_args)
     except TypeError as exc:

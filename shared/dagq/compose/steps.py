@@ -39,6 +39,20 @@ class Task:
     workflow: SubWorkflow | None = None
     """Set for a task that runs a child workflow."""
 
+    def map(self, over: str, *, max_items: int | None = None,
+            max_parallelism: int | None = None) -> Task:
+        """Run one instance of this task per item of the list at ``over`` (e.g.
+        ``"inputs.scan.files"`` or ``"params.files"``); see ``dagq.core.mapping``.
+        The function gets the item through a parameter named ``item``; a command
+        through ``{item}``. Returns the task, so ``chain(scan, task(fit).map(...))``."""
+        spec: dict[str, Any] = {"over": over}
+        if max_items is not None:
+            spec["max_items"] = max_items
+        if max_parallelism is not None:
+            spec["max_parallelism"] = max_parallelism
+        self.options["map"] = spec
+        return self
+
 
 class Chain:
     """Steps run one after another: every first task of a step waits for every last

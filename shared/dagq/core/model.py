@@ -83,6 +83,9 @@ class TaskDef:
     """True for merge nodes: the engine completes them itself, no worker involved."""
     kind: str | None = None
     """Explicit task kind (``noop`` for a join); ``None`` infers it (see ``dagq.core.kinds``)."""
+    map: Mapping[str, Any] | None = None
+    """``{over, max_items, max_parallelism}``: run one instance of the task per item of a
+    list known only at run time (see ``dagq.core.mapping``); ``None``: one task."""
 
 
 @dataclass(frozen=True)
@@ -136,3 +139,9 @@ class OutputRef:
     """Hex MD5 of the stored bytes, checked on every read."""
     size: int
     """Size in bytes."""
+
+
+class MappedOutputs(list[Any]):
+    """The outputs of a mapped task's instances in item order (``None`` for an instance
+    that did not complete), as a dependent task's input; values may be ``OutputRef``s
+    still to be read."""

@@ -38,19 +38,19 @@ WORKFLOW_FIELDS = ("$schema", "name", "description", "default_queue", "default_t
                    "max_parallelism", "result_policy", "params", "parameters", "tasks")
 TASK_FIELDS = ("name", "kwargs", "depends_on", "queue", "dep_policy", "condition", "num_retries",
                "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "workflow",
-               "params", "merge", "kind")
+               "params", "merge", "kind", "map")
 
 _NULL_MEANS_DEFAULT = {"description", "default_task_timeout_s", "max_parallelism", "queue",
-                       "condition", "timeout_s", "kind"}
+                       "condition", "timeout_s", "kind", "map"}
 _PLAIN_TASK_FIELDS = ("kwargs", "queue", "dep_policy", "condition", "num_retries",
                       "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "merge",
-                      "kind")
+                      "kind", "map")
 _PLAIN_FIELDS = frozenset(("name", "depends_on", *_PLAIN_TASK_FIELDS))
 _SHORT_FIELDS = frozenset(("name", "kwargs", "depends_on"))
 _NO_KWARGS: Any = object()
 _TASK_DEFAULTS = {f.name: f.default for f in fields(TaskDef) if f.default is not MISSING}
 _OPTIONAL = ("queue", "dep_policy", "condition", "num_retries", "retry_backoff_s",
-             "retry_backoff_max_s", "timeout_s", "delay_s", "kind")
+             "retry_backoff_max_s", "timeout_s", "delay_s", "kind", "map")
 """Task fields written by ``definition_to_dict`` only when they differ from the default."""
 _OPTIONAL_DEFAULTS = tuple(_TASK_DEFAULTS[key] for key in _OPTIONAL)
 _optional_of = attrgetter(*_OPTIONAL)

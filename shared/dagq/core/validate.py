@@ -19,9 +19,10 @@ from typing import cast
 
 from dagq.core import hardening
 from dagq.core.condition import cached_condition
+from dagq.core.mapping import item_message, parse_over, spec_problems, template_refs
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.name_rules import storage_name_problems
-from dagq.core.params import definition_problems
+from dagq.core.params import cmd_problems, definition_problems
 from dagq.core.rules import (
     describe,
     json_problems,
@@ -113,6 +114,9 @@ class _Checker:
         self.depth = depth
         self.problems: list[Problem] = []
         self.suggestions = 0
+        tasks = defn.tasks if isinstance(defn.tasks, list | tuple) else ()
+        self.mapped = {t.name for t in tasks if isinstance(t, TaskDef) and t.map is not None}
+        """Names of the mapped tasks (an integer dep_policy after one counts instances)."""
 
     def add(self, message: str, where: Where | None, task: object = None) -> None:
         """Record a problem; ``where`` is a path or ``(task index, field)``."""
@@ -227,6 +231,8 @@ class _Checker:
                      (i, "condition"), name)
         if t.workflow is not None:
             self.check_subworkflow(i, t)
+        if t.map is not None:
+            self.check_map(i, t)
         for message, at in task_problems(t, kind=(i, "kind") not in skip):
             self.add(message, (i, at), name)
         if t.merge is True:
@@ -235,6 +241,33 @@ class _Checker:
             if extra or t.dep_policy != "all":
                 self.add("merge nodes take only name and depends_on (dep_policy all); "
                          f"remove {', '.join(extra) or 'dep_policy'}", (i, ""), name)
+
+    def check_map(self, i: int, t: TaskDef) -> None:
+        """A mapped task: its ``map`` spec, what it maps over, ``{item}`` placements."""
+        name = t.name
+        problems = list(spec_problems(t.map))
+        for message, at in problems:
+            self.add(message, (i, at), name)
+        if t.workflow is not None or t.merge is True:
+            self.add("map works on tasks that run a command or a function, not on "
+                     "sub-workflows or merge nodes; map a task inside the child workflow",
+                     (i, "map"), name)
+        if problems or not isinstance(t.map, Mapping):
+            return
+        source, ref, _ = parse_over(t.map["over"])
+        deps = t.depends_on if isinstance(t.depends_on, list | tuple) else ()
+        if source == "inputs" and ref not in deps:
+            self.add(f"map.over reads inputs.{ref}, but {ref!r} is not in depends_on; add it "
+                     "(a map reads the output of a direct dependency)", (i, "map.over"), name)
+        known = set(self.defn.params) | set(self.defn.parameters or {}) \
+            if isinstance(self.defn.params, Mapping) else set()
+        if source == "params" and ref not in known:
+            self.add(f"map.over reads params.{ref}, but the workflow has no parameter "
+                     f"{ref!r}; declare it under parameters (type: array)", (i, "map.over"),
+                     name)
+        if isinstance(t.kwargs, Mapping):
+            for message in cmd_problems(template_refs(t.kwargs).get("cmd")):
+                self.add(item_message(message), (i, "kwargs.cmd"), name)
 
     def check_kwargs(self, i: int, kwargs: Mapping[str, object], name: str) -> None:
         for message, at in kwargs_problems(kwargs):
@@ -356,7 +389,8 @@ class _Checker:
                      f"{policy!r}{hint}", where, name)
         elif isinstance(policy, int) and policy < 1:
             self.add(f"dep_policy must be at least 1, got {policy}", where, name)
-        elif isinstance(policy, int) and deps_ok and policy > len(deps):
+        elif isinstance(policy, int) and deps_ok and policy > len(deps) and not any(
+                d in self.mapped for d in deps):
             self.add(f"dep_policy {policy} can never be met: the task has only {len(deps)} "
                      "dependencies", where, name)
         cond = t.condition

@@ -66,6 +66,10 @@ class TaskMessage:
     payload_ref: OutputRef | None = None
     """Where ``kwargs``, ``inputs`` and ``params`` were stored together when the message
     would not fit its queue otherwise (``dagq.protocol.outputs.expand`` brings them back)."""
+    mapped: bool = False
+    """True for an instance of a mapped task (``item`` is then its item)."""
+    item: Any = None
+    """The item of a mapped task's instance (any JSON value)."""
 
     def encode(self) -> bytes:
         """The message body."""
@@ -79,6 +83,8 @@ class TaskMessage:
             body["params"] = self.params
         if self.payload_ref is not None:
             body["payload_ref"] = ref_to_json(self.payload_ref)
+        if self.mapped:
+            body["item"] = self.item
         return _dumps(body)
 
 
@@ -205,6 +211,7 @@ def decode_task(data: bytes | str) -> TaskMessage:
         inputs=inputs, inputs_ref=ref_from_json(raw_ref) if raw_ref else None,
         params=body.get("params") or {},
         payload_ref=ref_from_json(payload) if payload else None,
+        mapped="item" in body, item=body.get("item"),
     )
 
 

@@ -165,7 +165,7 @@ class Committer:
         crash_point("after_index")
         for eff in batch.effects:
             self.counts["duplicates"] += len(eff.ignored)
-            if eff.stop and any(state.definition.task(t).workflow is not None
+            if eff.stop and any(state.task_def(t).workflow is not None
                                 for t, _ in eff.stop):
                 cascade_cancel(self.children, workflow_id)
         return batch.effects

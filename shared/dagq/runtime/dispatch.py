@@ -16,7 +16,8 @@ from typing import Any
 from dagq.compose.factory import resolve_child
 from dagq.core import engine, paths
 from dagq.core.engine.state import WorkflowState
-from dagq.core.model import OutputRef
+from dagq.core.mapping import with_item
+from dagq.core.model import MappedOutputs, OutputRef
 from dagq.core.params import render_kwargs
 from dagq.errors import DagqError, NotFound
 from dagq.outage import TRANSIENT
@@ -30,6 +31,16 @@ from dagq.protocol.messages import (
 )
 
 log = logging.getLogger("dagq.dispatch")
+
+
+def _wire(value: Any) -> Any:
+    """An input as it travels in a task message (stored outputs as reference objects,
+    also inside the list of a mapped task's outputs)."""
+    if isinstance(value, OutputRef):
+        return ref_to_json(value)
+    if type(value) is MappedOutputs:
+        return [ref_to_json(v) if isinstance(v, OutputRef) else v for v in value]
+    return value
 
 SEND_CHUNK = 500
 """Task messages built and sent at a time: a 100,000-task fan-out never holds all its
@@ -105,14 +116,19 @@ class OutboxSender:
 
     def task_message(self, state: WorkflowState, d: engine.Dispatch) -> bytes:
         """The encoded task message for dispatch ``d``."""
-        tdef = state.definition.task(d.task)
-        inputs = {name: ref_to_json(v) if isinstance(v, OutputRef) else v
-                  for name, v in state.inputs_of(d.task).items()}
+        tdef = state.task_def(d.task)
+        inputs = {name: _wire(v) for name, v in state.inputs_of(d.task).items()}
+        params = state.definition.params
+        mapped, item = state.item_of(state.graph.index[d.task])
+        if mapped:
+            kwargs, values = with_item(tdef.kwargs, item)
+            kwargs = render_kwargs(kwargs, {**params, **values})
+        else:
+            kwargs = render_kwargs(tdef.kwargs, params)
         msg = TaskMessage(
             workflow_id=state.workflow_id, task=d.task, attempt=d.attempt, key=d.key,
-            kwargs=render_kwargs(tdef.kwargs, state.definition.params),
-            timeout_s=d.timeout_s, inputs=inputs,
-            params=dict(state.definition.params),
+            kwargs=kwargs, timeout_s=d.timeout_s, inputs=inputs, params=dict(params),
+            mapped=mapped, item=item,
         )
         limit = self.backend.queues.get(d.queue).max_message_bytes
         body = msg.encode()
@@ -137,7 +153,7 @@ class OutboxSender:
                      delay_s: float = 0.0) -> None:
         """Submit the child workflow of ``c`` (or retry the failed child of an earlier
         attempt); if that is impossible, fail the parent task at once."""
-        tdef = state.definition.task(c.task)
+        tdef = state.task_def(c.task)
         parent = engine.ParentLink(state.workflow_id, c.task, c.attempt)
         try:
             if tdef.workflow is None:

@@ -49,6 +49,9 @@ def main(argv: list[str]) -> int:
     args: dict[str, Any] = dict(spec.get("args") or {})
     if wants_inputs(fn) and INPUTS_PARAMETER not in args:
         args[INPUTS_PARAMETER] = _inputs()
+    item = os.environ.get("DAGQ_ITEM_JSON")
+    if item is not None and "item" not in args and _takes(fn, "item"):
+        args["item"] = json.loads(item)  # an instance of a mapped task: its item
     problem = bind_problem(fn, args)
     if problem is not None:
         shown = sorted(a for a in args if a != INPUTS_PARAMETER)
@@ -74,6 +77,14 @@ def main(argv: list[str]) -> int:
             "(dict, list, str, number, bool or None)"), EXIT_BAD_OUTPUT)
     Path(os.environ["DAGQ_OUTPUT_FILE"]).write_text(data)
     return 0
+
+
+def _takes(fn: Any, name: str) -> bool:
+    """True if ``fn`` has a parameter called ``name``."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 async def _wait(awaitable: Awaitable[Any]) -> Any:

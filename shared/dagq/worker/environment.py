@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dagq.config import Settings
+from dagq.core.mapping import ITEM_ENV, ITEM_JSON_ENV, item_text
 from dagq.ports import Backend
 from dagq.protocol.messages import TaskMessage, ref_from_json
 from dagq.protocol.outputs import fetch_verified
@@ -56,6 +57,9 @@ def task_context(backend: Backend, task: TaskMessage, workdir: Path, gpus: list[
         "DAGQ_ATTEMPT": str(task.attempt), "DAGQ_OUTPUT_FILE": str(output_file),
         "DAGQ_INPUTS_FILE": str(inputs_file), "DAGQ_PARAMS": json.dumps(task.params),
     })
+    if task.mapped:
+        full[ITEM_ENV] = item_text(task.item)
+        full[ITEM_JSON_ENV] = json.dumps(task.item)
     if gpus is not None:
         full["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
         full.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
@@ -75,8 +79,17 @@ def resolve_inputs(backend: Backend, task: TaskMessage) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in raw.items():
         ref = ref_from_json(value)
-        out[name] = json.loads(fetch_verified(backend, ref)) if ref else value
+        if ref is not None:
+            value = json.loads(fetch_verified(backend, ref))
+        elif isinstance(value, list) and any(ref_from_json(v) for v in value):
+            value = [_fetched(backend, v) for v in value]  # a mapped task's outputs
+        out[name] = value
     return out
+
+
+def _fetched(backend: Backend, value: Any) -> Any:
+    ref = ref_from_json(value)
+    return json.loads(fetch_verified(backend, ref)) if ref is not None else value
 
 
 def remove_workdir(path: Path) -> None:

@@ -30,7 +30,7 @@ from dagq.core.condition.nodes import (
     Not,
     Ref,
 )
-from dagq.core.model import OutputRef
+from dagq.core.model import MappedOutputs, OutputRef
 
 Resolver = Callable[[OutputRef], Any]
 _ZERO_MATCH_RESULT = {"all": True, "any": False, "count": 0, "almost_all": True}
@@ -124,7 +124,12 @@ class Evaluator:
         if name in self.cache:
             return self.cache[name]
         value = self.inputs.get(name)
-        if isinstance(value, OutputRef):
+        if type(value) is MappedOutputs and self.resolve is not None:
+            try:
+                value = [self.resolve(v) if isinstance(v, OutputRef) else v for v in value]
+            except Exception as exc:
+                raise EvalFailure(f"could not read an output of {name!r}: {exc}") from exc
+        elif isinstance(value, OutputRef):
             if self.resolve is None:
                 raise EvalFailure(
                     f"the output of {name!r} is in output storage and no resolver was given"
@@ -198,6 +203,8 @@ class Evaluator:
         return True
 
     def aggregate(self, node: Aggregate) -> bool | int:
+        if node.items_of is not None:
+            return self.over_items(node, node.items_of)
         names = sorted(n for n in self.inputs if fnmatchcase(n, node.pattern))
         if not names:
             result = _ZERO_MATCH_RESULT[node.func]
@@ -221,6 +228,39 @@ class Evaluator:
                     return False
         finally:
             self.binding = None
+        if node.func == "count":
+            return passed
+        return node.func != "any"
+
+    def over_items(self, node: Aggregate, name: str) -> bool | int:
+        """An aggregate over the elements of one list input (a mapped task's outputs)."""
+        items = self.input_value(name)
+        if not isinstance(items, list):
+            raise EvalFailure(f"{node.func}() over inputs.{name} needs a list (the outputs of "
+                              f"a mapped task), got {type_name(items)}")
+        if not items:
+            result = _ZERO_MATCH_RESULT[node.func]
+            self.notes.append(f"inputs.{name} is empty, so {node.func}() is {result}")
+            return result
+        passed = failed = 0
+        try:
+            for k, item in enumerate(items):
+                self.cache[name] = item
+                try:
+                    ok = bool(self.eval(node.body))
+                except EvalFailure as exc:
+                    raise EvalFailure(f"{node.func}() at inputs.{name}[{k}]: "
+                                      f"{exc.message}") from exc
+                passed += ok
+                failed += not ok
+                if node.func == "all" and not ok:
+                    return False
+                if node.func == "any" and ok:
+                    return True
+                if node.func == "almost_all" and failed > node.threshold:
+                    return False
+        finally:
+            self.cache[name] = items
         if node.func == "count":
             return passed
         return node.func != "any"

@@ -83,6 +83,9 @@ class Aggregate:
     pattern: str
     threshold: int = 0
     """For ``almost_all``: how many matching inputs may fail ``body``."""
+    items_of: str | None = None
+    """Set instead of ``pattern``: the input whose value, a list (such as the outputs of
+    a mapped task), is iterated; the body sees one element at a time as that input."""
 
 
 Node = Const | ListLit | Ref | Not | BoolOp | Compare | Aggregate

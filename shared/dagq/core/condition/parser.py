@@ -17,7 +17,7 @@ Anything else is rejected with a ConditionError pointing at the offending token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dagq.core.condition import lexer as lx
 from dagq.core.condition.lexer import CONSTANTS, OPERATOR_HINTS, Token, tokenize
@@ -42,6 +42,8 @@ from dagq.errors import ConditionError
 class _AggregateScope:
     func: str
     pattern: str | None = None
+    names: list[str] = field(default_factory=list)
+    """Inputs named in the body (one of them, a list, is iterated when no glob is used)."""
 
 
 class _Parser:
@@ -311,6 +313,8 @@ class _Parser:
         else:
             assert name is not None
             self.names.append(name)
+            if self.scope is not None:
+                self.scope.names.append(name)
         path = self.path()
         return Ref(name, pattern, tuple(path), self.source[inputs_tok.pos : self.prev_end()])
 
@@ -380,13 +384,17 @@ class _Parser:
             raise self.error(f"{func_tok.text}() takes exactly one argument", self.peek())
         self.expect_op(")", f"to close {func_tok.text}(")
         self.depth -= 1
-        if scope.pattern is None:
-            raise self.error(
-                f'{func_tok.text}() needs a glob-selected input such as inputs["train-*"].x '
-                "or inputs.*.x",
-                func_tok,
-            )
         func: AggregateFunc = func_tok.text  # type: ignore[assignment]
+        if scope.pattern is None:
+            listed = set(scope.names)
+            if len(listed) != 1:
+                raise self.error(
+                    f'{func_tok.text}() needs a glob-selected input such as inputs["train-*"].x '
+                    "or inputs.*.x, or one list input such as the outputs of a mapped task "
+                    "(inputs.fit.loss)",
+                    func_tok,
+                )
+            return Aggregate(func, body, "", threshold, items_of=listed.pop())
         return Aggregate(func, body, scope.pattern, threshold)
 
 

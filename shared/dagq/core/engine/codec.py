@@ -51,6 +51,7 @@ def encode_state(s: WorkflowState) -> bytes:
         ("created_at", s.created_at), ("updated_at", s.updated_at),
         ("parent", [s.parent.workflow_id, s.parent.task, s.parent.attempt] if s.parent else None),
         ("cancel", s.cancel_requested), ("retry_ids", s.retry_ids), ("notices", s.notices_sent),
+        ("maps", [[h, items] for h, items in s.maps.items()]),
         ("st", s.st.translate(_TO_DIGITS).decode("ascii")),
         ("att", s.attempt), ("rs", lambda: sparse(s.round_start, 1)),
         ("rel", lambda: sparse(s.releases, 0)), ("out", lambda: sparse(s.output, None)),
@@ -132,6 +133,11 @@ def _build(doc: dict[str, Any], defn: WorkflowDef, graph: Graph, blob: bytes) ->
     p = doc["parent"]
     s = WorkflowState(defn, doc["id"], base, ParentLink(p[0], p[1], p[2]) if p else None, graph)
     s.def_blob = blob
+    for h, items in doc.get("maps", ()):
+        if h not in s.graph.maps or h in s.maps or not isinstance(items, list):
+            raise ValueError(f"bad expansion record for task {h!r}")
+        s.expand(h, items)
+    graph = s.graph
     n = len(graph.names)
     if doc["status"] not in WORKFLOW_STATUSES or len(doc["st"]) != n:
         raise ValueError(f"bad workflow status {doc['status']!r} or task count")

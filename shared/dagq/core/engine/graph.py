@@ -8,9 +8,10 @@ completion only touches the finished task and its direct children.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from dagq.core.mapping import instance_name, map_spec
 from dagq.core.model import TASK_STATUSES, TaskDef, WorkflowDef
 from dagq.core.policy import required_successes
 from dagq.errors import DefinitionError, Problem
@@ -33,9 +34,9 @@ class Graph:
     """Integer-indexed view of a ``WorkflowDef`` (task ``i`` is ``defn.tasks[i]``)."""
 
     __slots__ = (
-        "children", "condition", "delay", "deps", "index", "kind", "max_parallelism",
-        "n_sinks", "names", "need", "queue", "queue_names", "roots", "sink", "slack", "tasks",
-        "timeout",
+        "base_deps", "children", "condition", "delay", "deps", "head", "index", "kind", "maps",
+        "max_parallelism", "n_sinks", "n_static", "names", "need", "owned", "pos", "queue",
+        "queue_names", "roots", "sink", "slack", "starts", "tasks", "timeout",
     )
 
     def __init__(self, defn: WorkflowDef, *, check_cycles: bool = True) -> None:
@@ -43,6 +44,12 @@ class Graph:
         problems: list[Problem] = []
         # a decoded definition gives its tasks as columns: no TaskDef objects are built
         columns = getattr(defn.tasks, "columns", None)
+        found: Iterable[tuple[int, Any]]
+        if columns is not None:
+            found = zip(*columns().fields.get("map", ((), ())), strict=True)
+        else:
+            found = ((i, t.map) for i, t in enumerate(defn.tasks) if t.map is not None)
+        self.maps: dict[int, Any] = {i: v for i, v in found if v is not None}
         if columns is not None:
             kids = self._from_columns(defn, columns(), problems)
         else:
@@ -56,6 +63,18 @@ class Graph:
         self.queue_names: frozenset[str] = frozenset(self.queue)
         """Every queue some task of the workflow is sent to."""
         self.max_parallelism = defn.max_parallelism
+        self.n_static = len(self.names)
+        """Tasks of the definition; instances of mapped tasks come after them."""
+        self.head: list[int] = []
+        """Per instance (index ``n_static + k``): its map head."""
+        self.pos: list[int] = []
+        """Per instance: its position in the head's items."""
+        self.starts: dict[int, int] = {}
+        """Per expanded map head: the index of its first instance."""
+        self.owned = False  # True for a copy private to one state (expansions mutate it)
+        self.base_deps = self.deps
+        """Dependencies as defined (``deps`` after expansions names instances instead)."""
+        self._map_specs(problems)
         if check_cycles and not problems:
             cycle = self._find_cycle()
             if cycle:
@@ -105,8 +124,8 @@ class Graph:
             for j in ids:
                 kids[j].append(i)
             self.deps.append(ids)
-            need = len(ids) if t.dep_policy == "all" else self._need(t.name, t.dep_policy,
-                                                                     len(ids), problems)
+            need = len(ids) if t.dep_policy == "all" else self._need(t.name, t.dep_policy, ids,
+                                                                     problems)
             self.need.append(need)
             self.slack.append(len(ids) - need)
         default_queue, default_timeout = defn.default_queue, defn.default_task_timeout_s
@@ -147,7 +166,7 @@ class Graph:
         fields = cols.fields
         for i, policy in zip(*fields.get("dep_policy", ((), ())), strict=True):
             if policy != "all":
-                self.need[i] = self._need(self.names[i], policy, len(self.deps[i]), problems)
+                self.need[i] = self._need(self.names[i], policy, self.deps[i], problems)
                 self.slack[i] = len(self.deps[i]) - self.need[i]
         self.queue = [defn.default_queue] * n
         for i, queue in zip(*fields.get("queue", ((), ())), strict=True):
@@ -171,8 +190,88 @@ class Graph:
                 self.kind[i] = KIND_MERGE
         return kids
 
-    @staticmethod
-    def _need(task: str, policy: Any, deps: int, problems: list[Problem]) -> int:
+    def _map_specs(self, problems: list[Problem]) -> None:
+        """Parse the ``map`` of each map head (``self.maps`` holds the raw fields)."""
+        for i, value in list(self.maps.items()):
+            try:
+                self.maps[i] = map_spec(value)
+            except ValueError as exc:
+                problems.append(Problem(str(exc), task=self.names[i], field="map"))
+                del self.maps[i]
+        for h in self.maps:
+            for k in self.children[h]:
+                if self.need[k] > len(self.deps[k]):
+                    self.slack[k] = 0  # any failure before the expansion ends it
+
+    def spec(self, i: int) -> TaskDef:
+        """The definition of task ``i`` (an instance's is its map head's)."""
+        n = self.n_static
+        return self.tasks[i if i < n else self.head[i - n]]
+
+    def copy(self) -> Graph:
+        """A copy this state may expand (the compiled graph is shared between states)."""
+        g = object.__new__(Graph)
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if isinstance(value, list | dict | bytearray):
+                value = value.copy()
+            setattr(g, name, value)
+        g.owned = True
+        return g
+
+    def expand(self, h: int, count: int) -> int:
+        """Add ``count`` instances of map head ``h`` (the graph must be ``owned``): each
+        runs at once, and the tasks that depended on ``h`` depend on every instance
+        instead. Returns the index of the first instance."""
+        assert self.owned, "expand a copy (Graph.copy), never the shared graph"
+        start = len(self.names)
+        head = self.names[h]
+        names = [instance_name(head, j) for j in range(count)]
+        self.names = self.names + tuple(names)
+        self.index.update(zip(names, range(start, start + count), strict=True))
+        kids = self.children[h]
+        self.children[h] = ()
+        self.children.extend([kids] * count)
+        self.deps.extend([()] * count)
+        self.need.extend([0] * count)
+        self.slack.extend([0] * count)
+        self.queue.extend([self.queue[h]] * count)
+        self.timeout.extend([self.timeout[h]] * count)
+        self.delay.extend([self.delay[h]] * count)
+        self.condition.extend([None] * count)
+        self.kind.extend(bytes([self.kind[h]]) * count)
+        self.sink.extend(bytes([self.sink[h]]) * count)
+        if self.sink[h]:
+            self.sink[h] = 0
+            self.n_sinks += count - 1
+        self.head.extend([h] * count)
+        self.pos.extend(range(count))
+        self.starts[h] = start
+        ids = tuple(range(start, start + count))
+        for k in kids:
+            deps = tuple(x for d in self.deps[k] for x in (ids if d == h else (d,)))
+            self.deps[k] = deps
+            policy = self.spec(k).dep_policy
+            if policy == "all":
+                need = len(deps)
+            elif policy == "any":
+                need = min(1, len(deps))
+            else:
+                need = int(policy)
+            self.need[k] = need
+            self.slack[k] = len(deps) - need  # negative: the policy can never be met
+        return start
+
+    def head_of(self, i: int) -> int:
+        """The map head of instance ``i``; -1 for a task of the definition."""
+        return self.head[i - self.n_static] if i >= self.n_static else -1
+
+    def _need(self, task: str, policy: Any, ids: tuple[int, ...],
+              problems: list[Problem]) -> int:
+        if isinstance(policy, int) and not isinstance(policy, bool) and policy >= 1 and any(
+                d in self.maps for d in ids):
+            return policy  # counts the instances of a mapped dependency: known at run time
+        deps = len(ids)
         try:
             return required_successes(policy, deps)
         except ValueError as exc:

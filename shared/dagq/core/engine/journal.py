@@ -80,6 +80,8 @@ def encode_delta(s: WorkflowState) -> bytes:
     head: dict[str, Any] = {
         "status": s.status, "updated_at": s.updated_at, "cancel": s.cancel_requested,
         "retry_ids": s.retry_ids, "notices": s.notices_sent}
+    if s.maps_new:
+        head["maps"] = [[h, s.maps[h]] for h in s.maps_new]
     if s.held_reset:
         head["held"] = list(s.held)
     else:
@@ -117,6 +119,7 @@ def mark_stored(s: WorkflowState, snapshot_bytes: int | None, delta_bytes: int =
     s.dirty.clear()
     s.held_popped, s.held_pushed, s.held_reset = 0, [], False
     s.outbox_base = set(s.outbox)
+    s.maps_new = []
 
 
 def split_frames(data: bytes, start: int = 0) -> list[bytes]:
@@ -151,6 +154,10 @@ def _apply(s: WorkflowState, doc: dict[str, Any]) -> None:
     s.cancel_requested, s.retry_ids = doc["cancel"], doc["retry_ids"]
     s.notices_sent = doc["notices"]
     base = s.created_at
+    for h, items in doc.get("maps", ()):
+        if h not in s.graph.maps or h in s.maps or not isinstance(items, list):
+            raise ValueError(f"bad expansion record for task {h!r}")
+        s.expand(h, items)
     for (i, st, att, rs, rel, out, ref, err, note, disp, dly, fin, stop) in doc["rows"]:
         s.st[i], s.attempt[i], s.round_start[i], s.releases[i] = st, att, rs, rel
         s.output[i] = out

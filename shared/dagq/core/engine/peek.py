@@ -22,6 +22,7 @@ from dagq.core.engine.codec import FORMAT_VERSION, MAGIC
 from dagq.core.engine.defcodec import dense
 from dagq.core.engine.graph import RUNNING
 from dagq.core.engine.journal import split_frames
+from dagq.core.mapping import instance_name
 
 _HEADER = 10
 
@@ -93,11 +94,21 @@ def peek(data: bytes, previous: Facts | None = None) -> Facts:
             runtime = zlib.decompressobj()
             doc = json.loads(runtime.decompress(data[end:]))
             status = bytearray(doc["st"].encode("ascii").translate(_FROM_DIGITS))
-            attempt, releases = doc["att"], dense(doc["rel"], len(index), 0)
+            n = len(status)
+            if doc.get("maps"):
+                index = _expanded(dict(index), doc["maps"], _heads(index))
+            attempt, releases = doc["att"], dense(doc["rel"], n, 0)
             stopping = set(doc["stop"])
             start = len(data) - len(runtime.unused_data)
         for frame in split_frames(data, start):
-            for row in json.loads(frame)["rows"]:
+            delta = json.loads(frame)
+            if delta.get("maps"):
+                index = _expanded(dict(index), delta["maps"], _heads(index))
+                grown = len(index) - len(status)
+                status.extend(bytes(grown))
+                attempt.extend([0] * grown)
+                releases.extend([0] * grown)
+            for row in delta["rows"]:
                 i = row[0]
                 status[i], attempt[i], releases[i] = row[1], row[2], row[4]
                 if row[12]:
@@ -108,6 +119,22 @@ def peek(data: bytes, previous: Facts | None = None) -> Facts:
         raise ValueError(f"workflow state is corrupt: {type(exc).__name__}: {exc}") from None
     return Facts(index, bytes(status), attempt, releases, stopping, len(data),
                  _digest(data, len(data)))
+
+
+def _heads(index: dict[str, int]) -> dict[int, str]:
+    return {i: name for name, i in index.items()}
+
+
+def _expanded(index: dict[str, int], maps: list[list[object]],
+              names: dict[int, str]) -> dict[str, int]:
+    """``index`` with the instances of the expansions ``maps`` (``[head, items]`` in
+    order) after the tasks it has, named as ``dagq.core.mapping.instance_name``."""
+    for h, items in maps:
+        head = names[h]  # type: ignore[index]
+        start = len(index)
+        for j in range(len(items)):  # type: ignore[arg-type]
+            index[instance_name(head, j)] = start + j
+    return index
 
 
 def _digest(data: bytes, n: int) -> bytes:

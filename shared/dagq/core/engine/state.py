@@ -23,6 +23,7 @@ from dagq.core.engine.graph import (
     COMPLETED,
     OK,
     PENDING,
+    READY,
     RUNNING,
     SKIPPED,
     STATUS_CLASS,
@@ -30,7 +31,13 @@ from dagq.core.engine.graph import (
     Graph,
 )
 from dagq.core.engine.types import OutboxEntry, ParentLink, TaskView
-from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, OutputRef, WorkflowDef
+from dagq.core.model import (
+    TERMINAL_WORKFLOW_STATUSES,
+    MappedOutputs,
+    OutputRef,
+    TaskDef,
+    WorkflowDef,
+)
 
 __all__ = ["MAX_RETRY_IDS", "WorkflowState"]
 
@@ -42,18 +49,56 @@ class WorkflowState:
     """Mutable runtime state of one workflow run (mutated only by ``dagq.core.engine``)."""
 
     __slots__ = (
-        "attempt", "cancel_requested", "created_at", "deadlines", "def_blob", "definition",
-        "delay_used", "dirty",
-        "dispatched_at", "error", "finished_at", "graph", "held", "held_popped", "held_pushed",
-        "held_reset", "journal_bytes", "journal_entries", "n_bad", "n_ok", "note",
-        "notices_sent", "outbox", "outbox_base", "output", "output_ref", "parent", "releases",
-        "retry_ids", "round_start", "running_set", "sinks_ok", "snapshot_bytes", "st",
-        "status", "stopping", "tally", "updated_at", "workflow_id",
+        "attempt",
+        "cancel_requested",
+        "created_at",
+        "deadlines",
+        "def_blob",
+        "definition",
+        "delay_used",
+        "dirty",
+        "dispatched_at",
+        "error",
+        "finished_at",
+        "graph",
+        "held",
+        "held_popped",
+        "held_pushed",
+        "held_reset",
+        "journal_bytes",
+        "journal_entries",
+        "map_active",
+        "map_cursor",
+        "maps",
+        "maps_new",
+        "n_bad",
+        "n_ok",
+        "note",
+        "notices_sent",
+        "outbox",
+        "outbox_base",
+        "output",
+        "output_ref",
+        "parent",
+        "releases",
+        "retry_ids",
+        "round_start",
+        "running_set",
+        "sinks_ok",
+        "snapshot_bytes",
+        "st",
+        "status",
+        "stopping",
+        "tally",
+        "updated_at",
+        "workflow_id",
     )
 
     def __init__(self, definition: WorkflowDef, workflow_id: str, now: float,
                  parent: ParentLink | None = None, graph: Graph | None = None) -> None:
         g = graph if graph is not None else Graph(definition)
+        if g.maps and not g.owned:
+            g = g.copy()  # expansions add tasks to this run's graph only
         n = len(g.names)
         self.workflow_id = workflow_id
         """The run's id."""
@@ -86,6 +131,11 @@ class WorkflowState:
         self.stopping = bytearray(n)  # running attempt asked to stop by a cancel
         self.n_ok = [0] * n  # dependencies completed or skipped
         self.n_bad = [0] * n  # dependencies failed, upstream_failed or cancelled
+        self.maps: dict[int, list[Any]] = {}
+        """Per expanded map head, in expansion order: its items (instance k is item k)."""
+        self.maps_new: list[int] = []  # heads expanded since the state was last stored
+        self.map_active: dict[int, int] = {}  # per capped head: instances ready or running
+        self.map_cursor: dict[int, int] = {}  # per capped head: first instance that may wait
         self.held: deque[int] = deque()  # ready tasks waiting for a parallelism slot
         self.running_set: dict[int, None] = {}
         self.deadlines: list[tuple[float, int, int]] = []  # heap (deadline, task, attempt)
@@ -101,6 +151,37 @@ class WorkflowState:
         self.snapshot_bytes = 0  # size of the stored snapshot (0: never stored)
         self.journal_bytes = 0  # size of the deltas stored after it
         self.journal_entries = 0  # how many deltas
+
+    def expand(self, h: int, items: list[Any]) -> int:
+        """Add one instance of map head ``h`` per item (every column grows, the instances
+        ``pending``); the index of the first. Only ``dagq.core.engine`` calls this."""
+        k = len(items)
+        start = self.graph.expand(h, k)
+        self.maps[h] = items
+        self.maps_new.append(h)
+        self.st.extend(bytes(k))
+        columns: tuple[tuple[list[Any], Any], ...] = (
+            (self.attempt, 0), (self.round_start, 1), (self.releases, 0), (self.output, None),
+            (self.output_ref, None), (self.error, None), (self.note, None),
+            (self.dispatched_at, None), (self.delay_used, 0.0), (self.finished_at, None),
+            (self.n_ok, 0), (self.n_bad, 0))
+        for col, value in columns:
+            col.extend([value] * k)
+        self.stopping.extend(bytes(k))
+        self.tally[PENDING] += k
+        return start
+
+    def item_of(self, i: int) -> tuple[bool, Any]:
+        """``(True, item)`` for an instance of a mapped task, ``(False, None)`` otherwise."""
+        g = self.graph
+        if i < g.n_static:
+            return False, None
+        k = i - g.n_static
+        return True, self.maps[g.head[k]][g.pos[k]]
+
+    def task_def(self, name: str) -> TaskDef:
+        """The definition of task ``name`` (an instance's is its mapped task's)."""
+        return self.graph.spec(self.graph.index[name])
 
     def touch(self, i: int) -> None:
         """Record that a column of task ``i`` changed (the next delta carries its row)."""
@@ -137,15 +218,43 @@ class WorkflowState:
         cancelled or have not finished are left out.
         """
         g = self.graph
-        out: dict[str, Any] = {}
-        for d in g.deps[g.index[task]]:
+        i = g.index[task]
+        if i >= g.n_static:  # an instance: its map head's inputs, less the mapped list
+            h = g.head[i - g.n_static]
+            spec = g.maps[h]
+            out = self.inputs_of(g.names[h])
+            if spec.source == "inputs":
+                out.pop(spec.name, None)
+            return out
+        out = {}
+        n = g.n_static
+        for d in g.deps[i]:
             code = self.st[d]
-            if code == COMPLETED:
+            if d >= n:
+                self._instance_input(out, d, code)
+            elif code == COMPLETED:
                 ref = self.output_ref[d]
                 out[g.names[d]] = ref if ref is not None else self.output[d]
             elif code == SKIPPED:
                 out[g.names[d]] = None
+        if self.maps:
+            for h in g.base_deps[i]:
+                if h in self.maps and g.names[h] not in out:  # a map of no items
+                    out[g.names[h]] = MappedOutputs()
         return out
+
+    def _instance_input(self, out: dict[str, Any], d: int, code: int) -> None:
+        """Put the output of instance ``d`` at its place in its map head's list."""
+        g = self.graph
+        k = d - g.n_static
+        h = g.head[k]
+        name = g.names[h]
+        outputs = out.get(name)
+        if outputs is None:
+            outputs = out[name] = MappedOutputs([None] * len(self.maps[h]))
+        if code == COMPLETED:
+            ref = self.output_ref[d]
+            outputs[g.pos[k]] = ref if ref is not None else self.output[d]
 
     def deadline(self, i: int) -> float | None:
         """When the current attempt of task ``i`` times out (``None``: never)."""
@@ -182,6 +291,12 @@ class WorkflowState:
                     n_bad[i] += 1
         self.sinks_ok = sum(1 for i in range(len(st)) if g.sink[i] and STATUS_CLASS[st[i]] == OK)
         self.running_set = {i: None for i in range(len(st)) if st[i] == RUNNING}
+        self.map_active, self.map_cursor = {}, {}
+        for h, spec in g.maps.items():
+            if spec.max_parallelism is not None and h in self.maps:
+                self.map_cursor[h] = 0
+                self.map_active[h] = sum(1 for k, head in enumerate(g.head) if head == h
+                                         and st[g.n_static + k] in (READY, RUNNING))
         for i in self.running_set:
             at = self.deadline(i)
             if at is not None:

@@ -42,6 +42,7 @@ from dagq.core.engine.types import (
     ParentNotice,
     child_workflow_id,
 )
+from dagq.core.mapping import MapError, read_items
 from dagq.core.model import OutputRef
 from dagq.core.policy import retry_delay
 from dagq.errors import ConditionError
@@ -75,6 +76,8 @@ class Step:
         s.tally[new] += 1
         g = self.g
         self.fx.moves.append(i << 8 | old << 4 | new)
+        if i >= g.n_static and s.map_cursor:
+            self._map_slot(i, old, new)
         if old == RUNNING:
             del s.running_set[i]
         elif new == RUNNING:
@@ -107,6 +110,28 @@ class Step:
                 if st[k] == PENDING and n_bad[k] > slack[k]:
                     todo.append(k)
 
+    def _map_slot(self, i: int, old: int, new: int) -> None:
+        """Keep the count of ready and running instances of a map with its own
+        ``max_parallelism``; a freed slot goes to its next waiting instance."""
+        s, g = self.s, self.g
+        h = g.head[i - g.n_static]
+        if h not in s.map_cursor:
+            return
+        was, now = old in (READY, RUNNING), new in (READY, RUNNING)
+        if was == now:
+            return
+        s.map_active[h] += 1 if now else -1
+        if now:
+            return
+        base = g.starts[h]
+        end = base + len(s.maps[h])
+        for j in range(base + s.map_cursor[h], end):
+            if s.st[j] == PENDING and j != i:
+                s.map_cursor[h] = j - base + 1
+                self.todo.append(j)
+                return
+        s.map_cursor[h] = end - base
+
     def drain(self) -> None:
         """Resolve every pending task whose policy became met or impossible."""
         s, g, todo = self.s, self.g, self.todo
@@ -132,8 +157,17 @@ class Step:
 
     # -- becoming ready ------------------------------------------------------------------
     def policy_met(self, i: int) -> None:
-        """Task ``i``'s policy is met: check its condition, then run, complete or skip it."""
+        """Task ``i``'s policy is met: check its condition, then run, complete or skip it
+        (a map head expands into its instances instead of running)."""
         s, g = self.s, self.g
+        if i >= g.n_static and s.map_cursor:
+            h = g.head[i - g.n_static]
+            cap = g.maps[h].max_parallelism
+            if cap is not None and s.map_active[h] >= cap:
+                pos = i - g.starts[h]
+                if pos < s.map_cursor[h]:
+                    s.map_cursor[h] = pos  # wait for a slot of its map
+                return
         expr = g.condition[i]
         if expr is not None:
             ok, note = self.check_condition(i, expr)
@@ -143,6 +177,9 @@ class Step:
             if not ok:
                 self.finish(i, SKIPPED)
                 return
+        if i in g.maps and i not in s.maps:
+            self.expand(i)
+            return
         self.set_status(i, READY)
         if g.kind[i] == KIND_MERGE:
             s.attempt[i] += 1
@@ -155,6 +192,36 @@ class Step:
         else:
             s.held.append(i)
             s.held_pushed.append(i)
+
+    def expand(self, h: int) -> None:
+        """Map head ``h`` may run: add one instance per item (each decided at once) and
+        complete the head, or fail it when its items cannot be read."""
+        s, g = self.s, self.g
+        spec = g.maps[h]
+        try:
+            items = read_items(spec, s.inputs_of(g.names[h]), s.definition.params, self.resolve)
+        except MapError as exc:
+            s.dispatched_at[h] = self.now
+            self.finish(h, FAILED, error=str(exc))
+            return
+        start = s.expand(h, items)
+        self.fx.names = g.names
+        s.dispatched_at[h] = self.now
+        s.note[h] = f"mapped over {len(items):,} item{'' if len(items) == 1 else 's'}"
+        if spec.max_parallelism is not None:
+            s.map_active[h], s.map_cursor[h] = 0, 0
+        self.fx.expanded.append((g.names[h], len(items)))
+        self.finish(h, COMPLETED)
+        s.error[h] = None
+        self.todo.extend(range(start, start + len(items)))
+        for k in g.children[start] if items else self._former_children(h):
+            if s.st[k] == PENDING and (s.n_ok[k] >= g.need[k] or s.n_bad[k] > g.slack[k]):
+                self.todo.append(k)
+
+    def _former_children(self, h: int) -> list[int]:
+        """The tasks that depended on map head ``h`` before it expanded into nothing."""
+        g = self.g
+        return [k for k in range(g.n_static) if h in g.base_deps[k]]
 
     def check_condition(self, i: int, expr: str) -> tuple[bool, str | None]:
         """Evaluate task ``i``'s condition over its current inputs (never raises)."""
@@ -243,7 +310,7 @@ class Step:
     def fail_attempt(self, i: int, error: str) -> None:
         """The running attempt of task ``i`` failed: retry within budget, else fail."""
         s = self.s
-        task = self.g.tasks[i]
+        task = self.g.spec(i)
         used = s.attempt[i] - s.round_start[i] + 1
         if used < task.num_retries + 1:
             s.error[i] = error

@@ -165,6 +165,8 @@ class Effects:
     """Per task: why its condition was false or could not be evaluated."""
     state_changed: bool = False
     """The state changed in a way not listed above (e.g. a cancel request was recorded)."""
+    expanded: list[tuple[str, int]] = field(default_factory=list)
+    """Mapped tasks that expanded, with their number of instances."""
 
     @property
     def transitions(self) -> list[tuple[str, str, str]]:
@@ -178,6 +180,7 @@ class Effects:
         return bool(
             self.state_changed or self.moves or self.dispatched or self.children
             or self.notices or self.stop or self.workflow_status is not None
+            or self.expanded
         )
 
 
