@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dagq.core.model import MappedOutputs, OutputRef
+from dagq.core.model import MappedOutputs, OutputRef, TaskDef, WorkflowDef
+from dagq.core.params import cmd_problems
 from dagq.core.rules import describe
 
 MAX_ITEMS = 100_000
@@ -52,7 +53,9 @@ def _step(value: Any, step: str | int, where: str) -> Any:
     if isinstance(step, str):
         if isinstance(value, Mapping) and step in value:
             return value[step]
-        raise MapError(f"map over {where}: {describe(value)} has no field {step!r}")
+        fields = ", ".join(map(str, list(value)[:10])) if isinstance(value, Mapping) else ""
+        known = f" (its fields: {fields})" if fields else ""
+        raise MapError(f"map over {where}: {describe(value)} has no field {step!r}{known}")
     if isinstance(value, list) and -len(value) <= step < len(value):
         return value[step]
     raise MapError(f"map over {where}: {describe(value)} has no index {step}")
@@ -241,3 +244,28 @@ def item_message(message: str) -> str:
     """A parameter message about a rewritten ``{item}`` spelled the way it was written."""
     return re.sub(r"\{params\." + ITEM_PARAM + r"((?:__\w+?)*)\}",
                   lambda m: "{item" + m.group(1).replace("__", ".") + "}", message)
+
+
+def task_map_problems(task: TaskDef, defn: WorkflowDef) -> Iterator[tuple[str, str]]:
+    """``(message, field)`` for each problem of a mapped task: its ``map`` spec, what it
+    maps over, and where its ``{item}`` placeholders stand in ``cmd``."""
+    problems = list(spec_problems(task.map))
+    yield from problems
+    if task.workflow is not None or task.merge is True:
+        yield ("map works on tasks that run a command or a function, not on sub-workflows "
+               "or merge nodes; map a task inside the child workflow"), "map"
+    if problems or not isinstance(task.map, Mapping):
+        return
+    source, ref, _ = parse_over(task.map["over"])
+    deps = task.depends_on if isinstance(task.depends_on, list | tuple) else ()
+    if source == "inputs" and ref not in deps:
+        yield (f"map.over reads inputs.{ref}, but {ref!r} is not in depends_on; add it (a "
+               "map reads the output of a direct dependency)"), "map.over"
+    known = set(defn.params) | set(defn.parameters or {}) \
+        if isinstance(defn.params, Mapping) else set()
+    if source == "params" and ref not in known:
+        yield (f"map.over reads params.{ref}, but the workflow has no parameter {ref!r}; "
+               "declare it under parameters (type: array)"), "map.over"
+    if isinstance(task.kwargs, Mapping):
+        for message in cmd_problems(template_refs(task.kwargs).get("cmd")):
+            yield item_message(message), "kwargs.cmd"

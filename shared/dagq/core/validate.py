@@ -19,10 +19,10 @@ from typing import cast
 
 from dagq.core import hardening
 from dagq.core.condition import cached_condition
-from dagq.core.mapping import item_message, parse_over, spec_problems, template_refs
+from dagq.core.mapping import task_map_problems
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
 from dagq.core.name_rules import storage_name_problems
-from dagq.core.params import cmd_problems, definition_problems
+from dagq.core.params import definition_problems
 from dagq.core.rules import (
     describe,
     json_problems,
@@ -244,30 +244,8 @@ class _Checker:
 
     def check_map(self, i: int, t: TaskDef) -> None:
         """A mapped task: its ``map`` spec, what it maps over, ``{item}`` placements."""
-        name = t.name
-        problems = list(spec_problems(t.map))
-        for message, at in problems:
-            self.add(message, (i, at), name)
-        if t.workflow is not None or t.merge is True:
-            self.add("map works on tasks that run a command or a function, not on "
-                     "sub-workflows or merge nodes; map a task inside the child workflow",
-                     (i, "map"), name)
-        if problems or not isinstance(t.map, Mapping):
-            return
-        source, ref, _ = parse_over(t.map["over"])
-        deps = t.depends_on if isinstance(t.depends_on, list | tuple) else ()
-        if source == "inputs" and ref not in deps:
-            self.add(f"map.over reads inputs.{ref}, but {ref!r} is not in depends_on; add it "
-                     "(a map reads the output of a direct dependency)", (i, "map.over"), name)
-        known = set(self.defn.params) | set(self.defn.parameters or {}) \
-            if isinstance(self.defn.params, Mapping) else set()
-        if source == "params" and ref not in known:
-            self.add(f"map.over reads params.{ref}, but the workflow has no parameter "
-                     f"{ref!r}; declare it under parameters (type: array)", (i, "map.over"),
-                     name)
-        if isinstance(t.kwargs, Mapping):
-            for message in cmd_problems(template_refs(t.kwargs).get("cmd")):
-                self.add(item_message(message), (i, "kwargs.cmd"), name)
+        for message, at in task_map_problems(t, self.defn):
+            self.add(message, (i, at), t.name)
 
     def check_kwargs(self, i: int, kwargs: Mapping[str, object], name: str) -> None:
         for message, at in kwargs_problems(kwargs):

@@ -128,6 +128,8 @@ class Committer:
             before = set(state.outbox)
             effects = mutate(state)
             crash_point("after_apply")
+            if any(e.expanded for e in effects):
+                crash_point("map_after_apply")
             outbox = state.outbox
             mine = {k for k in self._sent.get(workflow_id, ()) if k in outbox}
             engine.clear_outbox(state, mine)
@@ -158,9 +160,14 @@ class Committer:
         with self._lock:
             self._sent[workflow_id] = self._sent.get(workflow_id, set()) - batch.mine
         crash_point("after_write")
+        expanded = any(e.expanded for e in batch.effects)
+        if expanded:
+            crash_point("map_after_write")
         self._send(state, [e for k, e in state.outbox.items() if k not in batch.before],
                    batch.due)
         crash_point("after_send")
+        if expanded:
+            crash_point("map_after_send")
         self.writer.update_index(state, batch.now)
         crash_point("after_index")
         for eff in batch.effects:

@@ -42,8 +42,7 @@ from dagq.errors import ConditionError
 class _AggregateScope:
     func: str
     pattern: str | None = None
-    names: list[str] = field(default_factory=list)
-    """Inputs named in the body (one of them, a list, is iterated when no glob is used)."""
+    names: list[str] = field(default_factory=list)  # inputs named in the body
 
 
 class _Parser:
@@ -386,14 +385,10 @@ class _Parser:
         self.depth -= 1
         func: AggregateFunc = func_tok.text  # type: ignore[assignment]
         if scope.pattern is None:
-            listed = set(scope.names)
-            if len(listed) != 1:
-                raise self.error(
-                    f'{func_tok.text}() needs a glob-selected input such as inputs["train-*"].x '
-                    "or inputs.*.x, or one list input such as the outputs of a mapped task "
-                    "(inputs.fit.loss)",
-                    func_tok,
-                )
+            if len(listed := set(scope.names)) != 1:
+                raise self.error(f'{func_tok.text}() needs a glob-selected input such as '
+                                 'inputs["train-*"].x or inputs.*.x, or one list input such '
+                                 "as a mapped task's outputs (inputs.fit.loss)", func_tok)
             return Aggregate(func, body, "", threshold, items_of=listed.pop())
         return Aggregate(func, body, scope.pattern, threshold)
 
