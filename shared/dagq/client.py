@@ -9,6 +9,7 @@ on the completion queue.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import re
 import time
@@ -32,7 +33,7 @@ from dagq.errors import (
     DefinitionError,
     IdConflict,
     NotFound,
-    TaskError,
+    TaskNotFound,
     WorkflowNotFound,
 )
 from dagq.gc_pause import paused
@@ -65,6 +66,14 @@ def new_workflow_id(name: str, now: float) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "wf"
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
     return f"{slug}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def no_such_task(state: WorkflowState, task: str) -> TaskNotFound:
+    """The error for a task name ``state`` does not hold, with the closest names."""
+    close = difflib.get_close_matches(task, state.graph.names, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else \
+        f" (its tasks: dagq tasks {state.workflow_id})"
+    return TaskNotFound(f"workflow {state.workflow_id!r} has no task {task!r}{hint}")
 
 
 class WorkflowClient:
@@ -262,17 +271,19 @@ class WorkflowClient:
     def tasks(
         self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
         queue: str | None = None, offset: int = 0, limit: int | None = None,
+        expand: bool = False,
     ) -> list[dict[str, Any]]:
         """The workflow's tasks (name, status, phase, queue, attempt, ...) matching the
         filters, in definition order, from ``offset`` and at most ``limit``; ``phase``
-        tells a queued or waiting ``running`` task from a started one."""
+        tells a queued or waiting ``running`` task from a started one. A mapped task's
+        instances are folded into its row unless ``expand`` (``dagq.views.task_rows``)."""
         return self.task_page(workflow_id, prefix=prefix, status=status, queue=queue,
-                              offset=offset, limit=limit, counted=False).rows
+                              offset=offset, limit=limit, counted=False, expand=expand).rows
 
     def task_page(
         self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
         queue: str | None = None, offset: int = 0, limit: int | None = None,
-        attention_first: bool = False, counted: bool = True,
+        attention_first: bool = False, counted: bool = True, expand: bool = False,
     ) -> TaskPage:
         """A page of ``tasks`` with how many matched and the counts over every task;
         with ``attention_first``, failed and running tasks come first when the page
@@ -280,7 +291,8 @@ class WorkflowClient:
         page's rows are built, so a page of a huge workflow stays quick."""
         state = self.state(workflow_id)
         facts = gather_facts(self.backend, state, self.clock())
-        ids = task_rows.select(state, prefix=prefix, status=status, queue=queue)
+        ids = task_rows.select(state, prefix=prefix, status=status, queue=queue,
+                               expand=expand)
         if attention_first and limit is not None and offset + limit < len(ids):
             ids = task_rows.attention_order(state, ids)
         page = ids[offset:offset + limit if limit is not None else None]
@@ -293,7 +305,7 @@ class WorkflowClient:
         """Why each task (or ``task``) is where it is (see ``dagq.core.explain``)."""
         state = self.state(workflow_id)
         if task is not None and task not in state.graph.index:
-            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}")
+            raise no_such_task(state, task)
         return explanations(self.backend, state, self.clock(), task, self.outbox_grace_s)
 
     def graph(self, workflow_id: str) -> dict[str, Any]:
@@ -302,11 +314,11 @@ class WorkflowClient:
 
     def task(self, workflow_id: str, task: str) -> dict[str, Any]:
         """One task's summary with its attempt history and why it is where it is
-        (``explanation``); ``TaskError`` if there is none."""
+        (``explanation``); ``TaskNotFound`` if there is none."""
         state = self.state(workflow_id)
         index = state.graph.index.get(task)
         if index is None:
-            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}")
+            raise no_such_task(state, task)
         facts = gather_facts(self.backend, state, self.clock(), self.outbox_grace_s)
         (row,) = task_rows.rows(self.backend.records, state, [index], facts)
         (why,) = explain(state, facts, task)
@@ -316,17 +328,17 @@ class WorkflowClient:
     def logs(self, workflow_id: str, task: str, attempt: int | None = None,
              offset: int = 0, limit: int | None = None, follow: bool = False) -> LogRead:
         """What ``attempt`` (default: the latest) of ``task`` printed, from byte
-        ``offset``; ``TaskError`` for an unknown task or attempt. With ``follow`` the
+        ``offset``; ``TaskNotFound`` for an unknown task or attempt. With ``follow`` the
         tail of a capped attempt still running is left out (it is rewritten as it runs)
         so that offsets stay valid; it comes once the attempt has ended."""
         state = self.state(workflow_id)
         try:
             view = state.task_view(task)
         except KeyError:
-            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}") from None
+            raise no_such_task(state, task) from None
         attempt = view.attempt if attempt is None else attempt
         if attempt < 1 or attempt > view.attempt:
-            raise TaskError(f"task {task!r} of workflow {workflow_id!r} has no attempt "
+            raise TaskNotFound(f"task {task!r} of workflow {workflow_id!r} has no attempt "
                             f"{attempt} (attempts so far: {view.attempt})")
         finished = attempt_finished(state, task, attempt)  # before reading: no byte missed
         data, end = read_log(self.backend.outputs, workflow_id, task, attempt, offset, limit,
@@ -339,7 +351,7 @@ class WorkflowClient:
         try:
             view = state.task_view(task)
         except KeyError:
-            raise TaskError(f"workflow {workflow_id!r} has no task {task!r}") from None
+            raise no_such_task(state, task) from None
         if view.output_ref is not None:
             return self.fetch_output(view.output_ref)
         return view.output

@@ -15,6 +15,8 @@
     ├── WorkflowNotFound            no workflow has the given id
     ├── IdConflict                  an id is already used by a different definition
     ├── TaskError                   a task could not run or reported something invalid
+    │   └── TaskNotFound            the workflow has no such task (or attempt)
+    ├── MissingFile                 a file named on the command line does not exist
     ├── BadMessage                  a queue message is malformed (dead-lettered, never retried)
     └── RemoteError                 the HTTP API refused a request (key, limits, server fault)
 
@@ -162,3 +164,12 @@ class RemoteError(DagqError):
         self.status = status
         self.code = code
         self.details = details or []
+
+
+class TaskNotFound(TaskError):
+    """Raised when a workflow has no task (or no attempt) by the given name or number."""
+
+
+class MissingFile(DagqError):
+    """Raised when a file named on the command line does not exist (not a definition
+    problem: there is nothing to read)."""

@@ -16,9 +16,13 @@ DAGQ = str(Path(sys.executable).parent / "dagq")
 
 
 def run(env: dict[str, str], *args: str) -> str:
+    return run_both(env, *args)[0]
+
+
+def run_both(env: dict[str, str], *args: str) -> tuple[str, str]:
     out = subprocess.run([DAGQ, *args], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    return out.stdout
+    return out.stdout, out.stderr
 
 
 def test_status_shows_a_bounded_page_and_says_how_to_see_the_rest(tmp_path: Path) -> None:
@@ -26,13 +30,13 @@ def test_status_shows_a_bounded_page_and_says_how_to_see_the_rest(tmp_path: Path
     tasks = tuple(TaskDef(f"t{i:03d}", {"cmd": "true"}) for i in range(300))
     WorkflowClient(open_backend(store)).submit(WorkflowDef("wide", tasks), workflow_id="w")
     env = dict(os.environ, DAGQ_STORE=store, COLUMNS="300")
-    page = run(env, "status", "w", "--limit", "5")
-    rows = [line for line in page.splitlines() if line.startswith("t")]
+    page, note = run_both(env, "status", "w", "--limit", "5")  # piped: task lines on stdout
+    rows = [line for line in page.splitlines() if line.startswith("task\t")]
     assert len(rows) == 5
-    assert "... and 295 more tasks" in page and "dagq tasks --workflow w" in page
+    assert "... and 295 more tasks" in note and "dagq tasks w" in note
     assert len([ln for ln in run(env, "status", "w", "--limit", "0").splitlines()
-                if ln.startswith("t")]) == 300
-    names = [t["name"] for t in json.loads(run(env, "tasks", "--workflow", "w", "--offset",
+                if ln.startswith("task\t")]) == 300
+    names = [t["name"] for t in json.loads(run(env, "tasks", "w", "--offset",
                                                "10", "--limit", "3", "--json"))]
     assert names == ["t010", "t011", "t012"]
 

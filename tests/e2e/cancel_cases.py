@@ -11,7 +11,7 @@ from pathlib import Path
 from dagq.config import Settings
 from tests.e2e.harness import Dagq, eventually, executions, pid_alive
 
-EXIT_FINISHED = 3
+EXIT_FINISHED = 6
 DEADLINE_S = 120.0
 
 
@@ -115,7 +115,7 @@ def cancel_kills_an_escaped_grandchild_with_default_settings(d: Dagq) -> None:
 
 
 def cancel_and_retry_of_finished_workflows_change_nothing(d: Dagq) -> None:
-    """``cancel`` of a finished workflow and ``retry`` of a completed one say so, exit 3
+    """``cancel`` of a finished workflow and ``retry`` of a completed one say so, exit 6
     and leave the workflow as it was."""
     path = d.define("done", [{"name": "only", "kwargs": {"cmd": "true"}}])
     assert d.run("run", str(path), "--id", "done-1", timeout_s=DEADLINE_S).returncode == 0
@@ -129,7 +129,7 @@ def cancel_and_retry_of_finished_workflows_change_nothing(d: Dagq) -> None:
     after = d.status("done-1")
     assert after == before and after["cancel_requested"] is False
     res = d.run("cancel", "no-such-workflow")
-    assert res.returncode == 1 and "no workflow" in res.stderr
+    assert res.returncode == 5 and "no workflow" in res.stderr  # not found
 
 
 def _quiet_for(d: Dagq, wf: str, status: str, seconds: float = 3.0) -> None:
@@ -154,7 +154,7 @@ def ctrl_c_in_run_stops_the_workflow(d: Dagq) -> None:
                DEADLINE_S)
     pid = int(pidfile.read_text())
     runner.popen.send_signal(signal.SIGINT)
-    assert runner.wait(DEADLINE_S) == 1, runner.text()
+    assert runner.wait(DEADLINE_S) == 130, runner.text()  # interrupted
     assert "cancelling" in runner.text()
     summary = d.status("int-1")
     assert (summary["status"], summary["counts"]) == ("cancelled", {"cancelled": 2})

@@ -53,7 +53,7 @@ def test_validate_exit_codes_and_messages_with_lines(dagq: Dagq) -> None:
     assert "line 3" in res.stderr and "YAML" in res.stderr
 
     res = dagq.run("validate", str(dagq.root / "missing.yaml"))
-    assert res.returncode == 1 and "missing.yaml" in res.stderr
+    assert res.returncode == 5 and "missing.yaml: no such file" in res.stderr
 
 
 def test_submit_of_invalid_input_writes_nothing(dagq: Dagq) -> None:
@@ -97,9 +97,11 @@ def test_status_list_and_tasks_json(cluster: Dagq) -> None:
 
     listed = cluster.json("list")
     assert isinstance(listed, list)
-    # status adds the tasks per phase to the summary list prints
+    # status adds the tasks (and the tasks per phase) to the summary list prints
     assert [r for r in listed if r["id"] == wf] == [
-        {k: v for k, v in summary.items() if k != "phases"}]
+        {k: v for k, v in summary.items() if k not in ("phases", "tasks", "tasks_total")}]
+    assert [t["name"] for t in summary["tasks"]] == [
+        "prep/download", "prep/clean", "train", "report"]
     assert wf in {r["id"] for r in cluster.json("list", "--status", "failed")}
     assert wf not in {r["id"] for r in cluster.json("list", "--status", "completed")}
 
@@ -123,9 +125,9 @@ def test_status_list_and_tasks_json(cluster: Dagq) -> None:
     assert names("--status", "running") == []
 
     res = cluster.run("status", "no-such-workflow", "--json")
-    assert res.returncode == 1 and "no-such-workflow" in res.stderr and res.stdout == ""
+    assert res.returncode == 5 and "no-such-workflow" in res.stderr and res.stdout == ""
     res = cluster.run("output", wf, "no-such-task")
-    assert res.returncode == 1 and "no-such-task" in res.stderr
+    assert res.returncode == 5 and "no-such-task" in res.stderr  # not found
 
 
 def test_run_exit_codes(dagq: Dagq) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +91,11 @@ def test_child_workflows_complete_and_status_shows_the_tree(env: dict[str, str])
                for c in children.values())
     out = dagq(env, "output", children["eu-etl"]["id"], "extract")
     assert json.loads(out.stdout) == {"region": "eu", "rows": 100}
-    human = dagq(env, "status", wf_id)
-    assert "child workflows" in human.stdout and "eu-etl~1" in human.stdout
+    piped = dagq(env, "status", wf_id)  # not a terminal: one "child" line per child workflow
+    lines = [line.split("\t") for line in piped.stdout.splitlines()]
+    assert {(f[0], f[2]) for f in lines if f[0] == "child"} == {("child", "eu-etl"),
+                                                                 ("child", "us-etl")}
+    assert any(f[0] == "child" and "eu-etl~1" in f[1] for f in lines)
 
 
 def test_failing_child_fails_its_parent_task_and_retry_reruns_the_same_child(
@@ -214,10 +218,13 @@ def test_a_delayed_sub_workflow_task_starts_its_child_only_after_the_delay(
     run = dagq(env, "run", str(tmp_path / "parent.yaml"))
     assert run.returncode == 0, run.stderr
     (child,) = status(env, run.stdout.split()[0])["children"]
-    not_before = child["extra"]["not_before"]
-    assert not_before >= child["created_at"] + 1.5 - 0.01
-    (task,) = json.loads(dagq(env, "tasks", "--workflow", child["id"], "--json").stdout)
-    assert task["dispatched_at"] >= not_before - 0.01  # the start message was held back
+    def epoch(iso: str) -> float:  # the CLI prints times as ISO-8601 UTC
+        return datetime.fromisoformat(iso).timestamp()
+
+    not_before = epoch(child["extra"]["not_before"])
+    assert not_before >= epoch(child["created_at"]) + 1.5 - 0.01
+    (task,) = json.loads(dagq(env, "tasks", child["id"], "--json").stdout)
+    assert epoch(task["dispatched_at"]) >= not_before - 0.01  # the start message was held back
 
 
 BUILDER_FACTORY = '''

@@ -1,16 +1,10 @@
 """``dagq watch`` and ``dagq wait``: follow workflows submitted by anyone until they end.
 
-Both only call ``WorkflowClient`` methods (``summary``, ``tasks``), so they work the same
-on a local store and over HTTP. Exit codes (also of ``submit --wait`` / ``--watch``):
-
-| outcome | code |
-|---|---|
-| completed | 0 |
-| failed | 1 |
-| usage error | 2 |
-| cancelled | 3 |
-| timed out (``--timeout``) | 4 |
-| no such workflow | 5 |
+Both only call ``WorkflowClient`` methods (``summary``, ``tasks``, ``explain``), so they
+work the same on a local store and over HTTP. Exit codes (also of ``submit --wait`` /
+``--watch``) are ``dagq.cli.exits.OUTCOMES``: 0 completed, 1 failed, 3 cancelled, 4 timed
+out, 5 no such workflow, 130 Ctrl-C. After a few seconds without an end they say on
+stderr what blocks it (``dagq.cli.hints``: a queue no worker serves, no coordinator).
 """
 
 from __future__ import annotations
@@ -27,7 +21,9 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from dagq.cli.common import handle_errors, open_client, store_option
+from dagq.cli.common import emit_json, handle_errors, open_client, store_option
+from dagq.cli.exits import INTERRUPTED, OUTCOMES, outcome_code
+from dagq.cli.hints import Hinter
 from dagq.cli.render import (
     STATUS_COLOURS,
     counts_text,
@@ -40,48 +36,56 @@ from dagq.cli.workflow_api import WorkflowAPI
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.errors import WorkflowNotFound
 
-EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 3, "timeout": 4, "not_found": 5}
-"""Exit code per outcome (2 is click's usage error)."""
+EXIT_CODES = OUTCOMES
+"""Exit code per outcome (2 is click's usage error; the table is ``dagq.cli.exits``)."""
 
 MAX_DEPTH = 3
 """Levels of child workflows the watch view nests."""
 
 
 def wait_for(client: WorkflowAPI, ids: Sequence[str], timeout_s: float | None,
-             interval_s: float) -> int:
-    """Poll until every workflow in ``ids`` ended or ``timeout_s`` passed; the exit code."""
+             interval_s: float, *, as_json: bool = False) -> int:
+    """Poll until every workflow in ``ids`` ended or ``timeout_s`` passed; the exit code.
+    Says once on stderr what blocks a workflow that does not move (``Hinter``); with
+    ``as_json`` prints each workflow's summary at the end."""
     try:
         pending = {wf: str(client.summary(wf)["status"]) for wf in ids}
     except WorkflowNotFound as exc:
         click.echo(f"error: {exc}", err=True)
+        if as_json:
+            emit_json([{"id": wf, "status": "not_found"} for wf in ids])
         return EXIT_CODES["not_found"]
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    final: dict[str, str] = {}
-    while True:
-        for wf in list(pending):
-            status = str(client.summary(wf)["status"])
-            if status in TERMINAL_WORKFLOW_STATUSES:
-                final[wf] = status
-                del pending[wf]
-        if not pending:
-            break
-        if deadline is not None and time.monotonic() >= deadline:
-            for wf, status in pending.items():
-                click.echo(f"timed out after {timeout_s:g}s: {wf} is {status}", err=True)
-            return EXIT_CODES["timeout"]
-        wait = interval_s if deadline is None else min(interval_s,
-                                                       max(deadline - time.monotonic(), 0))
-        time.sleep(wait)
-    return outcome_code(final.values())
-
-
-def outcome_code(statuses: Sequence[str] | Any) -> int:
-    """Exit code of a set of terminal statuses: failed before cancelled before completed."""
-    seen = set(statuses)
-    for status in ("failed", "cancelled"):
-        if status in seen:
-            return EXIT_CODES[status]
-    return 0
+    final: dict[str, dict[str, Any]] = {}
+    hinter = Hinter(client)
+    code: int | None = None
+    try:
+        while code is None:
+            for wf in list(pending):
+                row = client.summary(wf)
+                if str(row["status"]) in TERMINAL_WORKFLOW_STATUSES:
+                    final[wf] = row
+                    del pending[wf]
+                else:
+                    pending[wf] = str(row["status"])
+            if not pending:
+                code = outcome_code(str(r["status"]) for r in final.values())
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                for wf, status in pending.items():
+                    click.echo(f"timed out after {timeout_s:g}s: {wf} is {status}", err=True)
+                code = EXIT_CODES["timeout"]
+                break
+            hinter.check(list(pending))
+            wait = interval_s if deadline is None else min(interval_s,
+                                                           max(deadline - time.monotonic(), 0))
+            time.sleep(wait)
+    except KeyboardInterrupt:
+        click.echo("stopped waiting (the workflows go on; dagq cancel stops them)", err=True)
+        code = INTERRUPTED
+    if as_json:
+        emit_json([final.get(wf) or client.summary(wf) for wf in ids])
+    return code
 
 
 def watch_workflow(client: WorkflowAPI, wf_id: str, interval_s: float,
@@ -94,6 +98,8 @@ def watch_workflow(client: WorkflowAPI, wf_id: str, interval_s: float,
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     last_line = ""
+    hinter = Hinter(client, say=lambda text: err.print(f"dagq: {text}", highlight=False,
+                                                        soft_wrap=True, markup=False))
     if live is not None:
         live.start()
     try:
@@ -108,9 +114,10 @@ def watch_workflow(client: WorkflowAPI, wf_id: str, interval_s: float,
             status = str(summary["status"])
             if status in TERMINAL_WORKFLOW_STATUSES:
                 return EXIT_CODES[status]
+            hinter.check([wf_id])
             if stop.wait(interval_s):
                 err.print(f"stopped watching; {wf_id} is {status}")
-                return 130
+                return INTERRUPTED
             if deadline is not None and time.monotonic() >= deadline:
                 err.print(f"timed out after {timeout_s:g}s: {wf_id} is {status}")
                 return EXIT_CODES["timeout"]
@@ -181,15 +188,18 @@ def _add_workflow(client: WorkflowAPI, summary: dict[str, Any], now: float, dept
               help="Give up after this many seconds (exit 4).")
 @click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
               help="Seconds between polls.")
+@click.option("--json", "as_json", is_flag=True,
+              help="At the end print each workflow's summary (a JSON array, in the order "
+                   "given).")
 @store_option
 @click.pass_context
 @handle_errors
 def wait(ctx: click.Context, ids: tuple[str, ...], timeout_s: float | None, interval: float,
-         store: str | None) -> None:
+         as_json: bool, store: str | None) -> None:
     """Wait for workflows to end; exit 0 completed, 1 failed, 3 cancelled, 4 timed out,
-    5 not found."""
+    5 not found, 130 Ctrl-C. Says on stderr what blocks a workflow that does not move."""
 
-    sys.exit(wait_for(open_client(ctx, store), ids, timeout_s, interval))
+    sys.exit(wait_for(open_client(ctx, store), ids, timeout_s, interval, as_json=as_json))
 
 
 @click.command()

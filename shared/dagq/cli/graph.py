@@ -9,9 +9,17 @@ from pathlib import Path
 import click
 
 from dagq.cli.common import handle_errors, open_client, store_option
-from dagq.compose.loader import load_file
+from dagq.cli.definitions import read_definition
 from dagq.graph.model import from_definition
 from dagq.graph.render import FORMATS, render
+
+FILE_SUFFIXES = (".yaml", ".yml", ".json")
+"""Endings that make a ``graph`` source a file name, never a workflow id."""
+
+
+def looks_like_file(source: str) -> bool:
+    """True for a path (a ``/``) or a name ending like a definition file."""
+    return "/" in source or source.lower().endswith(FILE_SUFFIXES)
 
 
 @click.command()
@@ -32,9 +40,10 @@ def graph(ctx: click.Context, source: str, fmt: str, as_json: bool, max_width: i
           output: str | None, store: str | None) -> None:
     """Draw a definition FILE, or a workflow ID coloured by task status.
 
-    SOURCE is read as a file when such a file exists, else as a workflow id."""
-    if Path(source).is_file():
-        model = from_definition(load_file(source))
+    SOURCE is read as a file when such a file exists, else as a workflow id; one that
+    looks like a file (a path or a .yaml/.yml/.json name) must exist."""
+    if Path(source).is_file() or looks_like_file(source):
+        model = from_definition(read_definition(source))
     else:
         model = open_client(ctx, store).graph(source)
     picture = (json.dumps(model, indent=2) + "\n" if fmt == "json" or as_json

@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 import shlex
-import sys
 import time
 from typing import Any
 
 import click
 
 from dagq.cli.common import emit_json, handle_errors, open_client, store_option
+from dagq.cli.exits import TaskNotStarted
+from dagq.cli.logstream import FOLLOW_POLL_S, Style, task_logs, workflow_logs
 from dagq.cli.render import print_table
 from dagq.cli.workflow_api import WorkflowAPI
-from dagq.errors import TaskError
 from dagq.protocol.tasklogs import last_lines
 from dagq.views.task_details import ACTIVE
-
-FOLLOW_POLL_S = 0.5
 
 
 def logs_command(workflow_id: str, task: str) -> str:
     """The shell command that prints a task's log."""
     return f"dagq logs {shlex.quote(workflow_id)} {shlex.quote(task)}"
-
-
-def _write(data: bytes) -> None:
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
 
 
 def failure_lines(client: WorkflowAPI, workflow_id: str, show: int = 20) -> list[str]:
@@ -38,7 +31,7 @@ def failure_lines(client: WorkflowAPI, workflow_id: str, show: int = 20) -> list
         out.append(f"    log: {logs_command(workflow_id, t['name'])}")
     if len(failed) > show:
         out.append(f"  ... and {len(failed) - show} more: "
-                   f"dagq tasks --workflow {shlex.quote(workflow_id)} --status failed")
+                   f"dagq tasks {shlex.quote(workflow_id)} --status failed")
     return out
 
 
@@ -49,58 +42,86 @@ def _wait_started(client: WorkflowAPI, workflow_id: str, task: str) -> int:
         if info["attempt"] >= 1:
             return int(info["attempt"])
         if info["status"] not in ACTIVE:
-            raise TaskError(f"task {task!r} of workflow {workflow_id!r} never ran "
-                            f"(status {info['status']}" +
-                            (f": {info['reason']})" if info.get("reason") else ")"))
+            raise TaskNotStarted(_never_ran(workflow_id, task, info))
         time.sleep(FOLLOW_POLL_S)
 
 
-def _show(client: WorkflowAPI, workflow_id: str, task: str, attempt: int | None,
-          tail: int | None, follow: bool) -> None:
-    got = client.logs(workflow_id, task, attempt, follow=follow)
-    _write(last_lines(got.data, tail) if tail is not None else got.data)
-    offset, finished = got.next_offset, got.finished
-    while follow and not finished:
-        time.sleep(FOLLOW_POLL_S)
-        got = client.logs(workflow_id, task, got.attempt, offset, follow=True)
-        _write(got.data)
-        offset, finished = got.next_offset, got.finished
+def _never_ran(workflow_id: str, task: str, info: dict[str, Any]) -> str:
+    why = f": {info['reason']}" if info.get("reason") else ""
+    return f"task {task!r} of workflow {workflow_id!r} never ran (status {info['status']}{why})"
+
+
+def _not_started(workflow_id: str, task: str, info: dict[str, Any]) -> str | None:
+    """Why the task has printed nothing yet (its latest attempt has not started), or None."""
+    if info["attempt"] < 1:
+        if info["status"] not in ACTIVE:
+            return _never_ran(workflow_id, task, info)
+        return (f"task {task!r} of workflow {workflow_id!r} has not started yet (status "
+                f"{info['status']}); `dagq logs {shlex.quote(workflow_id)} "
+                f"{shlex.quote(task)} -f` waits for it")
+    if info["status"] == "running" and info.get("phase") in ("queued", "waiting"):
+        return (f"attempt {info['attempt']} of task {task!r} is {info['phase']} on queue "
+                f"{info['queue']!r}: no worker has started it, so it printed nothing yet "
+                f"(`dagq explain {shlex.quote(workflow_id)} {shlex.quote(task)}` says why; "
+                "-f waits for it)")
+    return None
 
 
 @click.command()
 @click.argument("workflow_id")
-@click.argument("task")
+@click.argument("task", required=False)
 @click.option("--attempt", type=click.IntRange(min=1), default=None,
               help="Attempt number (default: the latest).")
 @click.option("--all", "all_", is_flag=True, help="Every attempt, oldest first.")
 @click.option("--follow", "-f", is_flag=True,
-              help="Keep printing while the attempt runs; exit when it ends.")
+              help="Keep printing while the task runs, into its next attempts; exit when "
+                   "it can print nothing more.")
 @click.option("--tail", type=click.IntRange(min=0), default=None,
               help="Only the last N lines (then new ones with --follow).")
+@click.option("--timestamps", "-t", is_flag=True,
+              help="Start each line with an ISO-8601 UTC time (when it was read while "
+                   "following; else its attempt's start).")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON object per line: {"workflow","task","attempt","line"} '
+                   '(+ "time" with --timestamps).')
 @store_option
 @click.pass_context
 @handle_errors
-def logs(ctx: click.Context, workflow_id: str, task: str, attempt: int | None, all_: bool,
-         follow: bool, tail: int | None, store: str | None) -> None:
-    """Print what an attempt of TASK printed (stdout and stderr together)."""
+def logs(ctx: click.Context, workflow_id: str, task: str | None, attempt: int | None,
+         all_: bool, follow: bool, tail: int | None, timestamps: bool, as_json: bool,
+         store: str | None) -> None:
+    """Print what an attempt of TASK printed (stdout and stderr together); without TASK,
+    every task's attempts, each line prefixed by its task (`-f` follows them all).
+
+    Exit 7 when the task has not started (nothing printed yet), 5 when there is no such
+    workflow, task or attempt."""
     if all_ and attempt is not None:
         raise click.UsageError("give --attempt N or --all, not both")
     client = open_client(ctx, store)
-    latest = _wait_started(client, workflow_id, task) if follow and attempt is None \
-        else int(client.task(workflow_id, task)["attempt"])
-    if latest < 1:
-        raise TaskError(f"task {task!r} of workflow {workflow_id!r} has not started yet "
-                        f"(use --follow to wait for it)")
-    _hint_child(client, workflow_id, task, attempt or latest)
-    if not all_:
-        _show(client, workflow_id, task, attempt, tail, follow)
+    style = Style(timestamps=timestamps, as_json=as_json)
+    if task is None:
+        if attempt is not None or tail is not None:
+            raise click.UsageError("--attempt and --tail need a TASK")
+        if not workflow_logs(client, workflow_id, follow=follow, style=style) and not follow:
+            click.echo(f"no task of {workflow_id} has started yet", err=True)
         return
-    records = {r["attempt"]: r for r in client.task(workflow_id, task)["attempts"]}
-    for n in range(1, latest + 1):
-        rec = records.get(n, {})
-        _write(f"==> {task} attempt {n}: {rec.get('result', 'unknown')}"
-               f"{' on ' + rec['worker'] if rec.get('worker') else ''} <==\n".encode())
-        _show(client, workflow_id, task, n, tail, follow and n == latest)
+    if follow and attempt is None:
+        latest = _wait_started(client, workflow_id, task)
+    else:
+        info = client.task(workflow_id, task)
+        latest = int(info["attempt"])
+        why = None if attempt is not None and attempt < latest \
+            else _not_started(workflow_id, task, info)
+        if why is not None and not follow:
+            raise TaskNotStarted(why)
+    _hint_child(client, workflow_id, task, attempt or latest)
+    cut = (lambda data: last_lines(data, tail)) if tail is not None else None
+    if all_:
+        task_logs(client, workflow_id, task, 1, None if follow else latest, follow=follow,
+                  style=style, tail=cut, headers=True)
+    else:
+        task_logs(client, workflow_id, task, attempt or latest, attempt, follow=follow,
+                  style=style, tail=cut, headers=False)
 
 
 def _hint_child(client: WorkflowAPI, workflow_id: str, task: str, attempt: int) -> None:

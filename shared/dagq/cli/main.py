@@ -22,14 +22,15 @@ COMMAND_MODULES: dict[str, str] = {
     "task": "logs", "prune": "retention", "run": "run", "schedule": "schedule",
     "scheduler": "schedule", "schema": "schema", "serve": "serve",
     "coordinator": "services", "worker": "services", "doctor": "services",
-    "validate": "workflows", "submit": "workflows", "status": "workflows", "list": "workflows",
+    "validate": "submitting", "submit": "submitting", "status": "workflows", "list": "workflows",
     "tasks": "workflows", "output": "workflows", "cancel": "workflows", "retry": "workflows",
 }
 """Each ``dagq`` command and the module of ``dagq.cli`` that holds it."""
 
 
 USAGE_EXIT = 2
-"""Exit status of a usage error (bad flags or arguments), as click uses."""
+"""Exit status of a usage error (bad flags or arguments), as click uses (the whole table
+is in ``dagq.cli.exits``)."""
 
 
 class DagqGroup(click.Group):
@@ -97,9 +98,10 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except click.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(1)
+    except click.Abort as exc:  # Ctrl-C (click turns KeyboardInterrupt into Abort)
+        interrupted = isinstance(exc.__cause__, KeyboardInterrupt)
+        click.echo("interrupted" if interrupted else "aborted", err=True)
+        sys.exit(130 if interrupted else 1)
 
 
 if __name__ == "__main__":

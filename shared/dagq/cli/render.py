@@ -35,9 +35,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     """A table on a terminal; plain tab-separated rows, no header and nothing shortened
     when stdout is not a terminal (``dagq list | cut -f1`` gives whole ids)."""
     if not sys.stdout.isatty():
-        for row in rows:
-            sys.stdout.write("\t".join(_plain(v) for v in row) + "\n")
-        sys.stdout.flush()
+        print_lines(rows)
         return
     from rich.console import Console
     from rich.table import Table
@@ -51,6 +49,13 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     for row in rows:
         table.add_row(*(_cell(h, v) for h, v in zip(headers, row, strict=False)))
     Console().print(table)
+
+
+def print_lines(rows: Sequence[Sequence[Any]]) -> None:
+    """Rows as tab-separated lines on stdout: no header, nothing shortened."""
+    for row in rows:
+        sys.stdout.write("\t".join(_plain(v) for v in row) + "\n")
+    sys.stdout.flush()
 
 
 def _plain(value: Any) -> str:
@@ -81,10 +86,14 @@ def duration_text(seconds: float | None) -> str:
 
 
 def time_text(epoch: float | None, now: float) -> str:
-    """Local ``HH:MM:SS`` for today, ``YYYY-MM-DD HH:MM`` otherwise (empty for ``None``)."""
+    """Local ``HH:MM:SS`` for today, ``YYYY-MM-DD HH:MM`` otherwise (empty for ``None``);
+    ISO-8601 UTC when stdout is not a terminal (for scripts)."""
     if epoch is None:
         return ""
     import time as _time
+
+    if not sys.stdout.isatty():
+        return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     fmt = "%H:%M:%S" if _time.localtime(epoch)[:3] == _time.localtime(now)[:3] \
         else "%Y-%m-%d %H:%M"
@@ -144,11 +153,16 @@ def print_status(summary: dict[str, Any], page: TaskPage) -> None:
             out.print(f"{indent}└─ {c['id']} (task {c.get('parent_task')}) "
                       f"[{ccol}]{c['status']}[/] {counts_text(c['counts'])}", soft_wrap=True)
     print_tasks(page.rows)
+    more_note(summary["id"], page, out)
+
+
+def more_note(workflow_id: str, page: TaskPage, out: Console) -> None:
+    """The line saying how many tasks a page left out and how to list them."""
     if page.total > len(page.rows):
         out.print(f"... and {page.total - len(page.rows):,} more tasks (all of them: dagq "
-                  f"tasks --workflow {summary['id']}; --status, --prefix, --limit and "
+                  f"tasks {workflow_id}; --status, --prefix, --limit and "
                   "--offset select; dagq status --limit 0 shows every task here)",
-                  soft_wrap=True)
+                  soft_wrap=True, highlight=False)
 
 
 def print_tasks(tasks: list[dict[str, Any]], now: float | None = None) -> None:
@@ -161,9 +175,15 @@ def print_tasks(tasks: list[dict[str, Any]], now: float | None = None) -> None:
         [t["name"], shown_status(t), t["queue"], t["attempt"],
          time_text(t.get("dispatched_at"), now),
          duration_text(_elapsed(t.get("dispatched_at"), t.get("finished_at"), now)),
-         due_text(t.get("due_at"), now)
-         or shorten(t.get("error_line") or t.get("reason") or t.get("error") or t.get("note"))]
+         shorten(detail_text(t, now))]
         for t in tasks])
+
+
+def detail_text(task: dict[str, Any], now: float) -> str:
+    """When a delayed task is due, else its error line, reason, error or note."""
+    return due_text(task.get("due_at"), now) or str(
+        task.get("error_line") or task.get("reason") or task.get("error") or task.get("note")
+        or "")
 
 
 def _elapsed(start: float | None, end: float | None, now: float) -> float | None:

@@ -15,12 +15,14 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from dagq.cli.common import handle_errors, settings_from, store_option
+from dagq.cli.common import handle_errors, refuse_remote, settings_from, store_option
+from dagq.cli.definitions import anchor_cwd, read_definition
+from dagq.cli.exits import INTERRUPTED, OUTCOMES
+from dagq.cli.hints import Hinter
 from dagq.cli.logs import failure_lines
 from dagq.cli.params import param_option, with_params
 from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
-from dagq.compose.loader import load_file
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.errors import DagqError, WorkflowFinished
 from dagq.plugins import processor_kinds
@@ -51,10 +53,12 @@ INTERRUPTED_CLOSE_S = 0.5
 def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
         processors: tuple[str, ...], params: tuple[str, ...], as_json: bool,
         store: str | None) -> None:
-    """Run FILE to the end with live progress; exit 0 if it completed. Ctrl-C cancels it."""
+    """Run FILE to the end with live progress; exit 0 if it completed, 1 if it failed, 3
+    if it was cancelled. Ctrl-C cancels it (exit 130); a second Ctrl-C kills its tasks."""
+    refuse_remote(ctx, "dagq run", "dagq --api URL submit FILE --watch")
     settings = settings_from(ctx, store)
     processor_kinds(processors)  # their task kinds, before the definition is validated
-    defn = with_params(load_file(file), params)
+    defn = anchor_cwd(with_params(read_definition(file), params), file)
     backend = backend_from_settings(settings)
     client = WorkflowClient(backend)
     runtime = LocalRuntime(backend, settings, queues_of(defn), workers,
@@ -92,7 +96,9 @@ def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
     if as_json:
         click.echo(json.dumps({"id": wf_id, "status": final["status"], "counts": final["counts"],
                                "elapsed_s": round(time.monotonic() - started, 3)}, indent=2))
-    sys.exit(0 if final["status"] == "completed" else 1)
+    if presses:
+        sys.exit(INTERRUPTED)
+    sys.exit(OUTCOMES.get(str(final["status"]), OUTCOMES["failed"]))
 
 
 def _watch(client: WorkflowClient, runtime: LocalRuntime, wf_id: str, started: float,
@@ -102,6 +108,8 @@ def _watch(client: WorkflowClient, runtime: LocalRuntime, wf_id: str, started: f
     frames = _frames(client, wf_id, started)
     live = Live(console=err, refresh_per_second=8, transient=True) if err.is_terminal else None
     last_line, last_print = "", 0.0
+    hinter = Hinter(client, say=lambda text: err.print(f"dagq: {text}", highlight=False,
+                                                        soft_wrap=True, markup=False))
     if live is not None:
         live.start()
     try:
@@ -122,6 +130,8 @@ def _watch(client: WorkflowClient, runtime: LocalRuntime, wf_id: str, started: f
                 return summary
             if len(presses) >= 2 and time.monotonic() - presses[1] > KILL_WAIT_S:
                 return summary  # killed: do not wait for the bookkeeping any longer
+            if not presses:
+                hinter.check([wf_id])
             time.sleep(0.1)
     finally:
         if live is not None:

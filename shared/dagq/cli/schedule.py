@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
-from dagq.cli.common import handle_errors, settings_from, store_option
+from dagq.cli.common import emit_json, handle_errors, piped, settings_from, store_option
 from dagq.cli.params import cli_params, split_params
+from dagq.cli.render import print_lines
 from dagq.compose.loader import load_file
 from dagq.core.model import WorkflowDef
 from dagq.core.params import parse_cli_value
@@ -33,7 +34,7 @@ def _now() -> datetime:
 
 
 def _emit(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, default=str))
+    emit_json(value)
 
 
 @click.group()
@@ -112,7 +113,11 @@ def list_(ctx: click.Context, as_json: bool, store: str | None) -> None:
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> None:
-    """Plain aligned columns: never wrapped or cut, whatever the terminal width."""
+    """Plain aligned columns: never wrapped or cut, whatever the terminal width; when
+    stdout is not a terminal, tab-separated rows without the header."""
+    if piped():
+        print_lines(rows)
+        return
     widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
     for row in [headers, *rows]:
         click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

@@ -12,8 +12,16 @@ import time
 
 import click
 
-from dagq.cli.common import handle_errors, settings_from, store_option
-from dagq.cli.render import print_table
+from dagq.cli.common import (
+    emit_json,
+    handle_errors,
+    iso_time,
+    piped,
+    refuse_remote,
+    settings_from,
+    store_option,
+)
+from dagq.cli.render import print_lines, print_table
 from dagq.client import WorkflowClient
 from dagq.ops.doctor import diagnose
 from dagq.ports import Backend
@@ -166,7 +174,11 @@ def _running(keys: object, show: int = 3) -> str:
 @click.pass_context
 @handle_errors
 def doctor(ctx: click.Context, stale_pending: float, as_json: bool, store: str | None) -> None:
-    """Diagnose: stuck workflows, queues without workers, overdue tasks, dead letters."""
+    """Diagnose: stuck workflows, queues without workers, overdue tasks, dead letters.
+
+    Exit 1 when it finds a problem. Piped, it prints tab-separated lines: ``worker QUEUE
+    ID RUNNING LAST_SEEN`` and ``problem TEXT``."""
+    refuse_remote(ctx, "dagq doctor")
     settings = settings_from(ctx, store)
     backend = backend_from_settings(settings)
     now = time.time()
@@ -174,8 +186,12 @@ def doctor(ctx: click.Context, stale_pending: float, as_json: bool, store: str |
     for note in report.skipped:
         click.echo(f"SKIPPED {note}", err=True)
     if as_json:
-        click.echo(json.dumps({"live_workers": report.workers, "problems": report.problems},
-                              indent=2, default=str))
+        emit_json({"live_workers": report.workers, "problems": report.problems})
+    elif piped():
+        print_lines([["worker", q, w["id"], len(w.get("running") or []),  # type: ignore[arg-type]
+                      iso_time(float(str(w["last_seen"])))]
+                     for q, ws in sorted(report.workers.items()) for w in ws]
+                    + [["problem", text] for text in report.problems])
     else:
         rows = [[q, w["id"], _running(w.get("running")),
                  f"{now - float(str(w['last_seen'])):.0f}s ago"]

@@ -7,6 +7,7 @@ store; ``dagq.cli.workflows.open_client`` returns the one the flags ask for.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,8 +21,10 @@ class WorkflowAPI(Protocol):
     """Submit, inspect, wait for, cancel and retry workflows; read what tasks left."""
 
     def submit(self, defn: WorkflowDef, *, workflow_id: str | None = None,
-               max_fan_in: int | None = None) -> Submitted:
-        """Submit a validated definition (idempotent with ``workflow_id``)."""
+               max_fan_in: int | None = None,
+               params: Mapping[str, Any] | None = None) -> Submitted:
+        """Submit a validated definition (idempotent with ``workflow_id``) with run
+        parameters ``params``."""
         ...
 
     def status(self, workflow_id: str) -> dict[str, Any]:

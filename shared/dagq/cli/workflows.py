@@ -1,155 +1,35 @@
-"""Commands that submit and inspect workflows: validate, submit, status, list, tasks,
-output, cancel, retry."""
+"""Commands that inspect and steer workflows: status, list, tasks, output, cancel, retry.
+
+``validate`` and ``submit`` are in ``dagq.cli.submitting``."""
 
 from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 
 import click
 
-from dagq.cli.common import emit_json, handle_errors, open_client, settings_from, store_option
-from dagq.cli.params import param_option, with_params
+from dagq.cli.common import NoStore, emit_json, handle_errors, open_client, piped, store_option
+from dagq.cli.exits import ALREADY_FINISHED
 from dagq.cli.render import (
     duration_text,
+    print_lines,
     print_status,
     print_table,
     print_tasks,
-    progress_bar,
     time_text,
 )
 from dagq.cli.since import SINCE
-from dagq.compose.loader import load_file
 from dagq.core.model import TASK_STATUSES, TERMINAL_WORKFLOW_STATUSES, WORKFLOW_STATUSES
-from dagq.core.transforms import sequentialize_fan_in
-from dagq.errors import DagqError, DefinitionError, WorkflowFinished, WorkflowNotFound
-from dagq.gc_pause import paused
-from dagq.protocol.http import Submitted
+from dagq.errors import WorkflowFinished, WorkflowNotFound
 from dagq.views.task_rows import TaskPage
-
-EXIT_FINISHED = 3
-"""Exit code of ``cancel``/``retry`` when the workflow already ended: nothing changed."""
-
-
-@click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True,
-              help='Print [{"file","valid","tasks","problems"}] on stdout.')
-def validate(files: tuple[str, ...], as_json: bool) -> None:
-    """Check definition FILES offline; exit 1 if any is invalid."""
-    bad = 0
-    report: list[dict[str, Any]] = []
-    for path in files:
-        try:
-            defn = load_file(path)
-        except DefinitionError as exc:
-            bad += 1
-            report.append({"file": path, "valid": False, "tasks": None,
-                           "problems": [str(p) for p in exc.problems]})
-            click.echo(f"{path}: invalid", err=True)
-            for p in exc.problems:
-                click.echo(f"  - {p}", err=True)
-            continue
-        report.append({"file": path, "valid": True, "tasks": len(defn.tasks), "problems": []})
-        click.echo(f"{path}: ok ({len(defn.tasks)} tasks)", err=True)
-    if as_json:
-        emit_json(report)
-    sys.exit(1 if bad else 0)
-
-
-@click.command()
-@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--id", "workflow_id", default=None, help="Workflow id (idempotent; one file only).")
-@click.option("--max-fan-in", type=click.IntRange(min=2), default=None,
-              help="Restructure tasks with more dependencies than this into batches.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None,
-              help="Submissions in flight at once [default: 20; 1 on the embedded store, "
-                   "whose single writer threads only slow down].")
-@param_option
-@click.option("--wait", "wait_", is_flag=True,
-              help="Then wait for the workflows to end (exit codes of `dagq wait`).")
-@click.option("--watch", "watch_", is_flag=True,
-              help="Then follow the workflow live (one file; exit codes of `dagq wait`).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=None,
-              help="With --wait/--watch: give up after this many seconds (exit 4).")
-@click.option("--json", "as_json", is_flag=True,
-              help='Print [{"file","id","created"}] instead of one id per line.')
-@store_option
-@click.pass_context
-@handle_errors
-def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
-           max_fan_in: int | None, concurrency: int | None, params: tuple[str, ...], wait_: bool,
-           watch_: bool, timeout_s: float | None, as_json: bool, store: str | None) -> None:
-    """Submit workflow FILES (or paths read from stdin); print one id per line."""
-    if wait_ and watch_:
-        raise click.UsageError("use either --wait or --watch, not both")
-    paths = list(files)
-    if not paths and not sys.stdin.isatty():
-        paths = [line.strip() for line in sys.stdin if line.strip()]
-    if not paths:
-        raise click.UsageError("give definition files as arguments or one path per line on stdin")
-    if workflow_id and len(paths) > 1:
-        raise click.UsageError("--id can only be used with a single file")
-    if watch_ and len(paths) > 1:
-        raise click.UsageError("--watch follows one workflow: give a single file (or --wait)")
-    with paused():  # loading and storing allocate much and free nothing cyclic
-        defs = []
-        failed = False
-        for path in paths:  # validate everything first: bad input writes nothing
-            try:
-                defn = with_params(load_file(path), params)
-                if max_fan_in is not None:  # a definition the transform refuses is bad input too
-                    sequentialize_fan_in(defn, max_fan_in)
-                defs.append(defn)
-            except DefinitionError as exc:
-                failed = True
-                click.echo(f"error: {exc}", err=True)
-        if failed:
-            sys.exit(1)
-        client = open_client(ctx, store)
-        if concurrency is None:
-            remote = bool((ctx.find_root().params or {}).get("api"))
-            concurrency = 20 if remote or not settings_from(ctx, store).is_embedded else 1
-        errors: list[str] = []
-
-        def one(defn: Any) -> Submitted | None:
-            try:
-                return client.submit(defn, workflow_id=workflow_id, max_fan_in=max_fan_in)
-            except DagqError as exc:
-                errors.append(f"{defn.name}: {exc}")
-                return None
-
-        ids: list[str] = []
-        report: list[dict[str, Any]] = []
-        with progress_bar(len(defs), "submitting") as advance, \
-                ThreadPoolExecutor(min(concurrency, len(defs))) as pool:
-            for path, done in zip(paths, pool.map(one, defs), strict=True):
-                advance()
-                if done is not None:
-                    if not as_json:
-                        click.echo(done.id)
-                    ids.append(done.id)
-                    report.append({"file": path, "id": done.id, "created": done.created})
-    if as_json:
-        emit_json(report)
-    for e in errors:
-        click.echo(f"error: {e}", err=True)
-    if errors or not (wait_ or watch_):
-        sys.exit(1 if errors else 0)
-    sys.stdout.flush()
-    from dagq.cli.follow import wait_for, watch_workflow
-
-    if watch_:
-        sys.exit(watch_workflow(client, ids[0], 1.0, timeout_s))
-    sys.exit(wait_for(client, ids, timeout_s, 1.0))
 
 
 @click.command()
 @click.argument("workflow_id")
 @click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
-              help="Most task rows shown (0: all).")
+              help="Most task rows shown (0: all); with --json, all unless given.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @store_option
 @click.pass_context
@@ -159,18 +39,53 @@ def status(ctx: click.Context, workflow_id: str, limit: int, as_json: bool,
     """Show a workflow's status, counts and tasks (failed and running ones first when
     there are more than --limit).
 
-    JSON adds "phases": tasks per phase (queued and waiting apart from started)."""
+    JSON adds "phases" (tasks per phase: queued and waiting apart from started),
+    "tasks" (the rows of `dagq tasks --json`) and "tasks_total". Piped, it prints
+    tab-separated lines whose first field says what they are: workflow, child, task."""
     client = open_client(ctx, store)
     summary = client.status(workflow_id)
+    if as_json and ctx.get_parameter_source("limit") == click.core.ParameterSource.DEFAULT:
+        limit = 0
     try:
-        page = client.task_page(workflow_id, limit=0 if as_json else limit or None,
-                                attention_first=bool(limit))
+        page = client.task_page(workflow_id, limit=limit or None, attention_first=bool(limit))
     except WorkflowNotFound:  # an index row whose state is not written yet
         page = TaskPage([], 0)
     if as_json:
-        emit_json({**summary, "phases": page.phases})
+        emit_json({**summary, "phases": page.phases, "tasks": page.rows,
+                   "tasks_total": page.total})
+        return
+    if piped():
+        print_status_lines(summary, page)
         return
     print_status(summary, page)
+
+
+def print_status_lines(summary: dict[str, Any], page: TaskPage) -> None:
+    """``dagq status`` for scripts: ``workflow``, ``child`` and ``task`` lines, tab-separated,
+    no header, nothing shortened, times ISO-8601 UTC."""
+    from rich.console import Console
+
+    from dagq.cli.common import iso_time
+    from dagq.cli.render import detail_text, more_note, shown_status
+
+    def counts(c: dict[str, int]) -> str:
+        return " ".join(f"{k}={v}" for k, v in sorted(c.items()) if v)
+
+    def when(t: Any) -> str:
+        return iso_time(float(t)) if isinstance(t, int | float) else ""
+
+    rows: list[list[Any]] = [["workflow", summary["id"], summary["name"], summary["status"],
+                              counts(page.counts if page.total else summary["counts"]),
+                              when(summary.get("created_at")), when(summary.get("updated_at"))]]
+    rows += [["child", c["id"], c.get("parent_task") or "", c["status"], counts(c["counts"]),
+              when(c.get("created_at")), when(c.get("updated_at"))]
+             for c in summary.get("children") or []]
+    rows += [["task", t["name"], shown_status(t), t["queue"], t["attempt"],
+              when(t.get("dispatched_at")), when(t.get("finished_at")),
+              detail_text(t, time.time())]
+             for t in page.rows]
+    print_lines(rows)
+    more_note(summary["id"], page, Console(stderr=True))  # for people; stdout stays data
 
 
 @click.command(name="list")
@@ -186,9 +101,13 @@ def status(ctx: click.Context, workflow_id: str, limit: int, as_json: bool,
 @handle_errors
 def list_(ctx: click.Context, status_: str | None, limit: int | None, since: float | None,
           name: str | None, as_json: bool, store: str | None) -> None:
-    """List workflows, newest first."""
-    rows = open_client(ctx, store).list_workflows(status=status_, limit=limit, since=since,
-                                                  name=name)
+    """List workflows, newest first (none, with a note, where no store exists yet)."""
+    try:
+        rows = open_client(ctx, store).list_workflows(status=status_, limit=limit,
+                                                      since=since, name=name)
+    except NoStore as exc:
+        click.echo(f"{exc}", err=True)
+        rows = []
     if as_json:
         emit_json(rows)
         return
@@ -201,7 +120,9 @@ def list_(ctx: click.Context, status_: str | None, limit: int | None, since: flo
 
 
 @click.command()
-@click.option("--workflow", "workflow_id", required=True, help="Workflow id.")
+@click.argument("workflow_id", required=False)
+@click.option("--workflow", "workflow_opt", default=None, hidden=True,
+              help="The workflow id (the older spelling of the argument).")
 @click.option("--prefix", default=None, help="Only tasks whose name starts with this.")
 @click.option("--status", "status_", type=click.Choice(TASK_STATUSES), default=None)
 @click.option("--queue", default=None, help="Only tasks on this queue.")
@@ -213,11 +134,16 @@ def list_(ctx: click.Context, status_: str | None, limit: int | None, since: flo
 @store_option
 @click.pass_context
 @handle_errors
-def tasks(ctx: click.Context, workflow_id: str, prefix: str | None, status_: str | None,
-          queue: str | None, limit: int | None, offset: int, as_json: bool,
-          store: str | None) -> None:
-    """List a workflow's tasks, filtered by name prefix, status and queue; --offset and
-    --limit page through them (in definition order)."""
+def tasks(ctx: click.Context, workflow_id: str | None, workflow_opt: str | None,
+          prefix: str | None, status_: str | None, queue: str | None, limit: int | None,
+          offset: int, as_json: bool, store: str | None) -> None:
+    """List the tasks of workflow WORKFLOW_ID, filtered by name prefix, status and queue;
+    --offset and --limit page through them (in definition order)."""
+    if workflow_id and workflow_opt and workflow_id != workflow_opt:
+        raise click.UsageError("give the workflow id once (as the argument)")
+    workflow_id = workflow_id or workflow_opt
+    if not workflow_id:
+        raise click.UsageError("missing the workflow id: dagq tasks WORKFLOW_ID")
     rows = open_client(ctx, store).tasks(workflow_id, prefix=prefix, status=status_, queue=queue,
                                          offset=offset, limit=limit)
     if as_json:
@@ -229,12 +155,23 @@ def tasks(ctx: click.Context, workflow_id: str, prefix: str | None, status_: str
 @click.command()
 @click.argument("workflow_id")
 @click.argument("task")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"workflow","task","status","attempt","output"} (the output '
+                   "alone is printed without it).")
 @store_option
 @click.pass_context
 @handle_errors
-def output(ctx: click.Context, workflow_id: str, task: str, store: str | None) -> None:
+def output(ctx: click.Context, workflow_id: str, task: str, as_json: bool,
+           store: str | None) -> None:
     """Print a task's output as JSON (null if it has none)."""
-    emit_json(open_client(ctx, store).output(workflow_id, task))
+    client = open_client(ctx, store)
+    value = client.output(workflow_id, task)
+    if not as_json:
+        emit_json(value)
+        return
+    info = client.task(workflow_id, task)
+    emit_json({"workflow": workflow_id, "task": task, "status": info["status"],
+               "attempt": info["attempt"], "output": value})
 
 
 @click.command()
@@ -247,8 +184,8 @@ def output(ctx: click.Context, workflow_id: str, task: str, store: str | None) -
 def cancel(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
     """Cancel a workflow: nothing new starts and running tasks are stopped.
 
-    Exit 0 when cancelled (or being cancelled), 3 if it had already finished (nothing
-    changes), 1 if there is no such workflow."""
+    Exit 0 when cancelled (or being cancelled), 6 if it had already finished (nothing
+    changes), 5 if there is no such workflow."""
     client = open_client(ctx, store)
     try:
         client.cancel(workflow_id)
@@ -275,8 +212,8 @@ def cancel(ctx: click.Context, workflow_id: str, as_json: bool, store: str | Non
 def retry(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
     """Retry failed, upstream-failed and cancelled tasks; a coordinator runs them.
 
-    Exit 0 when the tasks are reset, 3 if the workflow already completed (nothing
-    changes), 1 if there is no such workflow."""
+    Exit 0 when the tasks are reset, 6 if the workflow already completed (nothing
+    changes), 5 if there is no such workflow."""
     client = open_client(ctx, store)
     try:
         request_id = client.retry(workflow_id)
@@ -289,14 +226,13 @@ def retry(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None
         emit_json({**row, "request_id": request_id})
 
 
-
 def _finished(exc: WorkflowFinished, as_json: bool) -> NoReturn:
-    """Report that cancel/retry found nothing to do (the workflow already ended); exit 3."""
+    """Report that cancel/retry found nothing to do (the workflow already ended); exit 6."""
     click.echo(f"{exc}", err=True)
     if as_json:
         emit_json({"id": exc.workflow_id, "status": exc.status, "finished": True})
-    sys.exit(EXIT_FINISHED)
+    sys.exit(ALREADY_FINISHED)
 
 
-COMMANDS = (validate, submit, status, list_, tasks, output, cancel, retry)
+COMMANDS = (status, list_, tasks, output, cancel, retry)
 """The commands this module adds to ``dagq``."""

@@ -105,12 +105,18 @@ class Client:
 
     # -- submission --------------------------------------------------------------------
     def submit(self, defn: Definition, *, workflow_id: str | None = None,
-               max_fan_in: int | None = None) -> Submitted:
+               max_fan_in: int | None = None,
+               params: Mapping[str, Any] | None = None) -> Submitted:
         """Submit a definition; idempotent with ``workflow_id`` (``IdConflict`` when the id
-        holds a different definition). Invalid definitions raise ``DefinitionError``."""
+        holds a different definition). ``params`` are run parameters over the definition's
+        own (declared defaults filled in; unknown, missing or ill-typed ones raise
+        ``DefinitionError``), as ``WorkflowClient.submit`` takes them. Invalid definitions
+        raise ``DefinitionError``."""
         content, kind = definition_body(defn)
-        answer = self._answer(http.SUBMIT, params={"id": workflow_id, "max_fan_in": max_fan_in},
-                              content=content, content_type=kind)
+        answer = self._answer(http.SUBMIT, params={
+            "id": workflow_id, "max_fan_in": max_fan_in,
+            "params": json.dumps(dict(params)) if params is not None else None},
+            content=content, content_type=kind)
         return Submitted(str(answer["id"]), bool(answer["created"]))
 
     def validate(self, defn: Definition) -> dict[str, Any]:
@@ -191,20 +197,22 @@ class Client:
 
     def tasks(self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
               queue: str | None = None, offset: int = 0,
-              limit: int | None = None) -> list[dict[str, Any]]:
+              limit: int | None = None, expand: bool = False) -> list[dict[str, Any]]:
         """The workflow's tasks (name, status, queue, attempt, ...) matching the filters,
-        from ``offset`` and at most ``limit``."""
+        from ``offset`` and at most ``limit`` (a mapped task's instances with ``expand``)."""
         return self.task_page(workflow_id, prefix=prefix, status=status, queue=queue,
-                              offset=offset, limit=limit).rows
+                              offset=offset, limit=limit, expand=expand).rows
 
     def task_page(self, workflow_id: str, *, prefix: str | None = None,
                   status: str | None = None, queue: str | None = None, offset: int = 0,
-                  limit: int | None = None, attention_first: bool = False) -> TaskPage:
+                  limit: int | None = None, attention_first: bool = False,
+                  expand: bool = False) -> TaskPage:
         """A page of ``tasks`` with how many matched and the counts over every task
         (``GET .../tasks?offset=&limit=&order=``)."""
         answer = self._answer(http.LIST_TASKS, id=workflow_id, params={
             "prefix": prefix, "status": status, "queue": queue, "offset": offset or None,
-            "limit": limit, "order": "attention" if attention_first else None})
+            "limit": limit, "order": "attention" if attention_first else None,
+            "expand": "true" if expand else None})
         rows = list(answer["tasks"])
         return TaskPage(rows, int(answer.get("total", len(rows))),
                         dict(answer.get("counts") or {}), dict(answer.get("phases") or {}))

@@ -8,12 +8,17 @@ the same thing whichever way it reached the store.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
 
-from dagq.errors import DagqError, RemoteError
+from dagq.errors import DagqError, RemoteError, TaskError, TaskNotFound
 from dagq.protocol.http import UNAUTHORIZED, raised_error
+
+_NO_TASK = re.compile(r"has no (task|attempt) ")
+"""The messages of ``TaskNotFound`` (``dagq.client``), which the server answers with the
+``task_error`` code of every ``TaskError``."""
 
 
 def error_of(resp: httpx.Response) -> DagqError:
@@ -29,6 +34,8 @@ def error_of(resp: httpx.Response) -> DagqError:
         return RemoteError(f"{request} answered {resp.status_code}"
                            f"{': ' + text if text else ''}{hint}", resp.status_code)
     raised = raised_error(body)
+    if isinstance(raised, TaskError) and _NO_TASK.search(str(raised)):
+        return TaskNotFound(str(raised))  # the wire has one code for both (task_error)
     if raised is not None:
         return raised
     raw = body.get("details")
