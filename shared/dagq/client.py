@@ -98,6 +98,7 @@ class WorkflowClient:
         extra: dict[str, Any] | None = None,
         start_delay_s: float = 0.0,
         params: Mapping[str, Any] | None = None,
+        reuse: Mapping[str, engine.Reused] | None = None,
     ) -> Submitted:
         """Validate and store a new workflow, then ask the coordinator to start it.
 
@@ -105,15 +106,17 @@ class WorkflowClient:
         existing id (``created=False``); a different one raises ``IdConflict``.
         Invalid definitions raise ``DefinitionError`` and write nothing. ``params`` are
         run parameters over the definition's own ``params``; declared defaults are
-        filled in, and unknown, missing or ill-typed parameters are errors.
+        filled in, and unknown, missing or ill-typed parameters are errors. ``reuse``
+        gives tasks completed with results of another run (``engine.seed``).
         """
         with paused():
             return self._submit(defn, workflow_id, max_fan_in, parent, extra, start_delay_s,
-                                params)
+                                params, reuse)
 
     def _submit(self, defn: WorkflowDef, workflow_id: str | None, max_fan_in: int | None,
                 parent: engine.ParentLink | None, extra: dict[str, Any] | None,
-                start_delay_s: float, params: Mapping[str, Any] | None) -> Submitted:
+                start_delay_s: float, params: Mapping[str, Any] | None,
+                reuse: Mapping[str, engine.Reused] | None = None) -> Submitted:
         defn = apply_params(defn, params)
         problems = validate(defn)
         if problems:
@@ -152,6 +155,8 @@ class WorkflowClient:
             created = False
         crash_point("submit_after_index")
         state = engine.create(defn, workflow_id, now, parent=parent)
+        if reuse:
+            engine.seed(state, now, reuse)
         with contextlib.suppress(AlreadyExists):
             self.control.writer.create(workflow_id, state)
         crash_point("submit_after_state")

@@ -64,14 +64,15 @@ class WorkflowAPI(Protocol):
         ...
 
     def tasks(self, workflow_id: str, *, prefix: str | None = None, status: str | None = None,
-              queue: str | None = None, offset: int = 0,
-              limit: int | None = None) -> list[dict[str, Any]]:
+              queue: str | None = None, offset: int = 0, limit: int | None = None,
+              expand: bool = False) -> list[dict[str, Any]]:
         """Task summaries matching the filters (from ``offset``, at most ``limit``)."""
         ...
 
     def task_page(self, workflow_id: str, *, prefix: str | None = None,
                   status: str | None = None, queue: str | None = None, offset: int = 0,
-                  limit: int | None = None, attention_first: bool = False) -> TaskPage:
+                  limit: int | None = None, attention_first: bool = False,
+                  expand: bool = False) -> TaskPage:
         """A page of task summaries, how many matched and the counts over every task."""
         ...
 

@@ -130,13 +130,15 @@ def list_(ctx: click.Context, status_: str | None, limit: int | None, since: flo
               help="At most this many tasks.")
 @click.option("--offset", type=click.IntRange(min=0), default=0,
               help="Skip this many matching tasks first.")
+@click.option("--expand", is_flag=True,
+              help="List each mapped task's instances after its folded row.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @store_option
 @click.pass_context
 @handle_errors
 def tasks(ctx: click.Context, workflow_id: str | None, workflow_opt: str | None,
           prefix: str | None, status_: str | None, queue: str | None, limit: int | None,
-          offset: int, as_json: bool, store: str | None) -> None:
+          offset: int, expand: bool, as_json: bool, store: str | None) -> None:
     """List the tasks of workflow WORKFLOW_ID, filtered by name prefix, status and queue;
     --offset and --limit page through them (in definition order)."""
     if workflow_id and workflow_opt and workflow_id != workflow_opt:
@@ -145,7 +147,7 @@ def tasks(ctx: click.Context, workflow_id: str | None, workflow_opt: str | None,
     if not workflow_id:
         raise click.UsageError("missing the workflow id: dagq tasks WORKFLOW_ID")
     rows = open_client(ctx, store).tasks(workflow_id, prefix=prefix, status=status_, queue=queue,
-                                         offset=offset, limit=limit)
+                                         offset=offset, limit=limit, expand=expand)
     if as_json:
         emit_json(rows)
         return

@@ -12,6 +12,11 @@ derives a *phase* for every task:
 - ``held``: ready, but the workflow's ``max_parallelism`` cap is full;
 - for every other status the phase is the status itself.
 
+A mapped task is explained folded (``dagq.core.folding``): its head gets the folded
+status and phase, and says how many items it mapped over, its instances per status and
+which failed; an instance says which map and item it is, then why it is where it is.
+Explaining every task explains the tasks of the definition (each map by its head).
+
 The facts that need I/O (which attempts workers run, which queues have a live worker)
 are gathered by the caller and passed in as ``Facts``; nothing here reads a clock.
 """
@@ -40,6 +45,8 @@ from dagq.core.engine.graph import (
 )
 from dagq.core.engine.state import WorkflowState
 from dagq.core.engine.types import child_workflow_id
+from dagq.core.folding import describe, folded_phase, folded_status, instances_with, status_counts
+from dagq.core.mapping import item_text
 
 PHASES = ("pending", "held", "waiting", "queued", "started", "completed", "failed",
           "upstream_failed", "skipped", "cancelled")
@@ -109,10 +116,34 @@ def phases(state: WorkflowState, facts: Facts) -> dict[str, str]:
 
 
 def explain(state: WorkflowState, facts: Facts, task: str | None = None) -> list[Explanation]:
-    """An explanation for ``task`` (``KeyError`` if unknown) or for every task."""
+    """An explanation for ``task`` (``KeyError`` if unknown) or for every task of the
+    definition (a map's instances are summed up by its head)."""
     g = state.graph
-    ids = [g.index[task]] if task is not None else range(len(g.names))
-    return [_explain(state, i, facts) for i in ids]
+    ids = [g.index[task]] if task is not None else range(g.n_static)
+    return [_explain_map(state, i, facts) if i in state.maps else _explain(state, i, facts)
+            for i in ids]
+
+
+def _explain_map(s: WorkflowState, h: int, facts: Facts) -> Explanation:
+    """Map head ``h`` has expanded: its instances, counted, and which need attention."""
+    g = s.graph
+    counts = status_counts(s, h)
+    status = folded_status(s, h, counts)
+    phase = folded_phase(s, h, lambda j: phase_of(s, j, facts), status)
+    reasons = [describe(s, h, counts)]
+    bad = counts.get("failed", 0)
+    if bad:
+        shown = instances_with(s, h, "failed")
+        more = f" and {bad - len(shown):,} more" if bad > len(shown) else ""
+        reasons.append(f"failed instances: {', '.join(shown)}{more} (dagq retry re-runs "
+                       "only those; dagq explain ID NAME[K] says why one failed)")
+    active = counts.get("running", 0) + counts.get("ready", 0) + counts.get("pending", 0)
+    if active:
+        reasons.append(f"{active:,} instance(s) still to finish")
+    cap = g.maps[h].max_parallelism
+    if cap is not None:
+        reasons.append(f"at most {cap} instance(s) run at once (map.max_parallelism)")
+    return Explanation(g.names[h], status, phase, s.attempt[h], g.queue[h], tuple(reasons))
 
 
 def _visible_at(state: WorkflowState, i: int) -> float:
@@ -148,6 +179,17 @@ def _explain(s: WorkflowState, i: int, facts: Facts) -> Explanation:
         until, reasons = _running(s, i, phase, facts)
     else:
         reasons = _terminal(s, i, code, facts.now)
+    if i >= g.n_static:
+        k = i - g.n_static
+        head = g.names[g.head[k]]
+        reasons.insert(0, f"instance {g.pos[k]} of map {head!r} (item: "
+                          f"{_short(item_text(s.item_of(i)[1]))})")
+        cap = g.maps[g.head[k]].max_parallelism
+        if code == PENDING and cap is not None:
+            reasons.append(f"waits for a slot: at most {cap} instance(s) of {head!r} run "
+                           "at once (map.max_parallelism)")
+    elif i in g.maps and code == PENDING:
+        reasons.append(describe(s, i))
     if code in (PENDING, READY, RUNNING) and s.cancel_requested:
         reasons.append("cancel pending: the workflow was asked to cancel; nothing new starts")
     return Explanation(g.names[i], STATUS_NAMES[code], phase, s.attempt[i], g.queue[i],
@@ -163,7 +205,7 @@ def _pending(s: WorkflowState, i: int) -> tuple[tuple[str, ...], list[str]]:
         reasons.append("the workflow has not been started by a coordinator yet "
                        "(is one running? dagq coordinator)")
     need = g.need[i]
-    policy = g.tasks[i].dep_policy
+    policy = g.spec(i).dep_policy
     if open_:
         shown = ", ".join(open_[:10]) + (f" and {len(open_) - 10} more" if len(open_) > 10
                                           else "")
@@ -230,7 +272,7 @@ def _terminal(s: WorkflowState, i: int, code: int, now: float) -> list[str]:
         return [f"{how}, {ended}"]
     if code == FAILED:
         return [f"attempt {a} failed {ended}: {_first_line(s.error[i])}",
-                f"no retries left (num_retries={g.tasks[i].num_retries})"]
+                f"no retries left (num_retries={g.spec(i).num_retries})"]
     if code == SKIPPED:
         out = [f"skipped {ended}: {s.note[i] or 'condition was false'}"]
         if g.condition[i] is not None:
@@ -241,7 +283,7 @@ def _terminal(s: WorkflowState, i: int, code: int, now: float) -> list[str]:
     if code == UPSTREAM_FAILED:
         bad = [g.names[d] for d in g.deps[i] if STATUS_CLASS[s.st[d]] == BAD]
         return [f"dependencies did not succeed: {', '.join(bad)}; policy "
-                f"{g.tasks[i].dep_policy!r} needs {g.need[i]} of {len(g.deps[i])}"]
+                f"{g.spec(i).dep_policy!r} needs {g.need[i]} of {len(g.deps[i])}"]
     if code == CANCELLED:
         return [f"cancelled {ended}" + (f": {s.error[i]}" if s.error[i] not in (None, "cancelled")
                                         else "")]
@@ -253,6 +295,10 @@ def _short_json(value: Any, limit: int = 80) -> str:
         text = json.dumps(value, sort_keys=True, default=repr)
     except (TypeError, ValueError):
         text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 

@@ -169,7 +169,7 @@ def read_items(spec: MapSpec, inputs: Mapping[str, Any], params: Mapping[str, An
                        f"({spec.max_items:,}); raise map.max_items (up to "
                        f"{MAX_ITEMS_LIMIT:,}) or split the list")
     for j, item in enumerate(value):
-        size = len(json.dumps(item, separators=(",", ":"), ensure_ascii=False))
+        size = len(json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode())
         if size > MAX_ITEM_BYTES:
             raise MapError(f"map over {where}: item {j} is {size:,} bytes of JSON, more than "
                            f"{MAX_ITEM_BYTES:,}; map over names or ids and read the data in "
@@ -195,28 +195,42 @@ def item_text(item: Any) -> str:
                                                          ensure_ascii=False)
 
 
+RENDERED = ("cmd", "env", "cwd", "args")
+"""The ``kwargs`` keys ``render_kwargs`` writes parameters into; ``{item}`` elsewhere
+(``bg_dirsync_to``, a plugin's keys) becomes the item's plain text."""
+
+
 def with_item(kwargs: Mapping[str, Any], item: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """``kwargs`` with each ``{item}`` / ``{item.FIELD}`` turned into a parameter
     reference, and those parameters' values: ``dagq.core.params.render_kwargs`` then
-    writes them with the same quoting as parameters. ``ValueError`` for a field the
-    item lacks."""
+    writes them with the same quoting as parameters (in the other keys the item's text
+    is written as it is). ``ValueError`` for a field the item lacks."""
     values: dict[str, Any] = {}
 
-    def one(match: re.Match[str]) -> str:
-        if match.group(1) is not None:
-            return "{item" + match.group(1) + "}"
-        path = match.group(2)
+    def value_at(path: str) -> Any:
         value = item
         for field in path.split(".")[1:]:
             if not isinstance(value, Mapping) or field not in value:
                 raise ValueError(f"{{item{path}}}: the item {describe(item)} has no field "
                                  f"{field!r}")
             value = value[field]
+        return value
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return "{item" + match.group(1) + "}"
+        path = match.group(2)
         name = ITEM_PARAM + path.replace(".", "__")
-        values[name] = value
+        values[name] = value_at(path)
         return "{params." + name + "}"
 
-    return _rewrite(kwargs, one), values
+    def plain(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return "{item" + match.group(1) + "}"
+        return item_text(value_at(match.group(2)))
+
+    out = {k: _rewrite(v, one if k in RENDERED else plain) for k, v in kwargs.items()}
+    return out, values
 
 
 def template_refs(kwargs: Mapping[str, Any]) -> dict[str, Any]:

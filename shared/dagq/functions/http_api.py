@@ -89,17 +89,19 @@ def get_workflow(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
 
 
 def list_tasks(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``GET /workflows/{id}/tasks[?prefix=&status=&queue=&offset=&limit=&order=]``:
+    """``GET /workflows/{id}/tasks[?prefix=&status=&queue=&offset=&limit=&order=&expand=]``:
     the matching tasks (a page of them with ``offset``/``limit``; ``order=attention``
-    puts failed and running ones first), how many matched (``total``), and the counts
-    per shown status and per phase over every task."""
+    puts failed and running ones first; ``expand=true`` lists a mapped task's instances
+    too), how many matched (``total``), and the counts per shown status and per phase
+    over every task."""
     workflow_id = _route_id(req)
     page = runtime.client().task_page(
         workflow_id, prefix=text_param(req, "prefix"),
         status=choice_param(req, "status", TASK_STATUSES), queue=text_param(req, "queue"),
         offset=int_param(req, "offset", 0, minimum=0) or 0,
         limit=int_param(req, "limit", None, minimum=0),
-        attention_first=choice_param(req, "order", ("definition", "attention")) == "attention")
+        attention_first=choice_param(req, "order", ("definition", "attention")) == "attention",
+        expand=choice_param(req, "expand", ("true", "false")) == "true")
     return json_response({"id": workflow_id, "tasks": page.rows, "total": page.total,
                           "counts": page.counts, "phases": page.phases})
 

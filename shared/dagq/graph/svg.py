@@ -1,8 +1,10 @@
 """SVG of a laid-out graph, drawn left to right, one column per layer.
 
 Made by this code alone (no Graphviz). Every box is a ``<g>`` with ``data-task``,
-``data-status`` and ``data-phase`` (groups: ``data-group`` and ``data-members``), so the
-web status page can attach clicks and tests can read what was drawn.
+``data-status`` and ``data-phase`` (groups: ``data-group`` and ``data-members``; a mapped
+task: ``data-map``, its number of items, empty before it expands), so the web status
+page can attach clicks and tests can read what was drawn. A mapped task is drawn as a
+stack of boxes.
 """
 
 from __future__ import annotations
@@ -70,9 +72,15 @@ def _box(node: Node, x: int, y: int) -> str:
              f'data-phase={quoteattr(node.phase or "")}')
     if node.child:
         attrs += f" data-child={quoteattr(node.child)}"
+    stack = ""
+    if node.map is not None:
+        items = node.map.get("items")
+        attrs += f" data-map={quoteattr('' if items is None else str(items))}"
+        stack = (f'<rect x="4" y="-4" width="{W}" height="{H}" rx="5" fill="{fill(key)}" '
+                 'stroke="#424242" opacity="0.6"/>')
     full = f"{node.label}: {key}" if key else node.label
     return (f'<g {attrs} transform="translate({x},{y})">'
-            f"<title>{escape(full)}</title>"
+            f"<title>{escape(full)}</title>{stack}"
             f'<rect width="{W}" height="{H}" rx="5" fill="{fill(key)}" stroke="#424242"/>'
             f'<text x="8" y="{H // 2 + 4}" fill="{ink(key)}">{escape(_short(node.label))}</text>'
             "</g>")

@@ -19,6 +19,8 @@ def _label(node: Node) -> str:
         parts = [f"{k} {v}" for k, v in sorted(node.counts.items()) if k != "task"]
         return node.label + (f" ({', '.join(parts)})" if parts else "")
     key = _key(node)
+    if node.map is not None and node.map.get("items") is not None:
+        return node.label  # its counts say it (its status gives its colour)
     return f"{node.label} ({key})" if key else node.label
 
 

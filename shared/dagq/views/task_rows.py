@@ -4,6 +4,11 @@
 workflow's tasks. Filtering, ordering and counting work on the state's columns, and rows
 (with their attempt history) are built only for the page, so a page of a million-task
 workflow costs one pass over the columns rather than a million rows.
+
+A mapped task is folded (``dagq.core.folding``): its head's row carries ``map`` (items
+and instances per status) and the folded status, and its instances are left out unless
+``expand`` is given or the name prefix reaches into them (``fit[`` lists the instances of
+``fit``); expanded, each head's instances follow it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,17 @@ from dagq.core import engine
 from dagq.core.engine.graph import KIND_CHILD, READY, RUNNING, STATUS_CODES, STATUS_NAMES
 from dagq.core.engine.state import WorkflowState
 from dagq.core.explain import Facts, phase_of
+from dagq.core.folding import (
+    describe,
+    folded_finished_at,
+    folded_phase,
+    folded_status,
+    head_of,
+    instances,
+    map_info,
+    status_counts,
+    workflow_counts,
+)
 from dagq.ports import Records
 from dagq.protocol import attempts
 from dagq.views.task_details import enrich
@@ -40,14 +56,20 @@ class TaskPage:
 
 
 def select(state: WorkflowState, *, prefix: str | None = None, status: str | None = None,
-           queue: str | None = None) -> list[int]:
-    """Indices of the tasks matching the filters, in definition order."""
+           queue: str | None = None, expand: bool = False) -> list[int]:
+    """Indices of the tasks matching the filters, in definition order (an expanded
+    map's instances right after their head). A map head matches ``status`` by its
+    folded status; its instances are listed with ``expand``, or when ``prefix`` matches
+    them and not the head (``fit[`` or ``fit[1``)."""
     g, st = state.graph, state.st
-    ids: list[int] | range = range(len(st))
+    ids: list[int] | range = _ordered(state, expand, prefix)
     if status is not None:
         code = STATUS_CODES[status]
-        ids = (sorted(state.running_set) if code == RUNNING
-               else [i for i in ids if st[i] == code])
+        if code == RUNNING and not state.maps:
+            ids = sorted(state.running_set)
+        else:
+            ids = [i for i in ids if (st[i] == code if i not in state.maps
+                                      else folded_status(state, i) == status)]
     if queue is not None:
         ids = [i for i in ids if g.queue[i] == queue]
     if prefix:
@@ -56,17 +78,36 @@ def select(state: WorkflowState, *, prefix: str | None = None, status: str | Non
     return list(ids)
 
 
+def _ordered(state: WorkflowState, expand: bool, prefix: str | None) -> list[int] | range:
+    """Every task in definition order, an expanded map's instances after their head
+    when they are listed (``select``)."""
+    g = state.graph
+    if not state.maps:
+        return range(len(state.st))
+    out: list[int] = []
+    names = g.names
+    for i in range(g.n_static):
+        out.append(i)
+        if i in state.maps and (expand or (prefix and not names[i].startswith(prefix))):
+            out.extend(instances(state, i))
+    return out
+
+
 def attention_order(state: WorkflowState, ids: list[int]) -> list[int]:
     """``ids`` with failed and running tasks first (``ATTENTION``), otherwise in order."""
     st = state.st
-    return sorted(ids, key=lambda i: _RANK[st[i]])
+    if not state.maps:
+        return sorted(ids, key=lambda i: _RANK[st[i]])
+    return sorted(ids, key=lambda i: _RANK[st[i]] if i not in state.maps
+                  else ATTENTION.index(folded_status(state, i)))
 
 
 def counts(state: WorkflowState, facts: Facts) -> tuple[dict[str, int], dict[str, int]]:
-    """Tasks per shown status and tasks per phase, over every task of ``state``."""
+    """Tasks per shown status and tasks per phase, over every task of ``state`` (each
+    instance of a map counted, its expanded head not)."""
     shown: dict[str, int] = {}
     phases: dict[str, int] = {}
-    for code, n in enumerate(state.tally):
+    for code, n in enumerate(workflow_counts(state) if state.maps else state.tally):
         if n and code != RUNNING:
             shown[STATUS_NAMES[code]] = n
             phase = "held" if code == READY else STATUS_NAMES[code]
@@ -94,8 +135,26 @@ def rows(records: Records, state: WorkflowState, ids: list[int],
         row = enrich({**summary(view), "phase": phase_of(state, i, facts)}, state, past)
         if g.kind[i] == KIND_CHILD and view.attempt:
             row["child"] = engine.child_workflow_id(wf, view.name, view.attempt)
+        if i in g.maps:
+            fold(row, state, i, facts)
+        elif i >= g.n_static:
+            row["map_of"] = g.names[head_of(state, i)]
         out.append(row)
     return out
+
+
+def fold(row: dict[str, Any], state: WorkflowState, i: int, facts: Facts) -> None:
+    """Make ``row`` of map head ``i`` its folded row: ``map`` (over, items, counts), the
+    folded status and phase, and when its last instance ended."""
+    tally = status_counts(state, i)
+    row["map"] = map_info(state, i, tally)
+    if i not in state.maps:
+        return
+    row["note"] = describe(state, i, tally)
+    status = folded_status(state, i, tally)
+    row["status"] = status
+    row["phase"] = folded_phase(state, i, lambda j: phase_of(state, j, facts), status)
+    row["finished_at"] = folded_finished_at(state, i, status)
 
 
 def summary(view: Any) -> dict[str, Any]:

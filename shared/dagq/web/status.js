@@ -7,6 +7,7 @@ const DARK = new Set(["completed", "started", "running", "waiting", "failed",
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 const STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
 const REFRESH_MS = 2000;
+const MAP_PAGE = 50;  // instances of a mapped task listed per page when it is unfolded
 const key = new URLSearchParams(location.search).get("code");  // the function key, if any
 let timer = null;
 let generation = 0;  // bumped by every route change; a refresh of an older view draws nothing
@@ -128,18 +129,50 @@ async function workflowView(id, gen) {
   document.getElementById("where").replaceChildren(el("a", { href: "#/" }, "workflows"), " / ", id);
   let tasks = [];
   let members = null;  // names of a clicked group box
+  const unfolded = new Map();  // mapped task -> {offset, rows, total} of its listed instances
+  const cells = (t, name) => [el("td", {}, name), el("td", {}, badge(shown(t))),
+    el("td", {}, t.queue), el("td", {}, t.attempt), el("td", {}, when(t.dispatched_at)),
+    el("td", {}, took(t.dispatched_at, t.finished_at))];
+  const taskRow = (t, cls = "row") => el("tr", { class: cls, "data-task": t.name,
+    onclick: () => openTask(id, t.name) }, ...cells(t, t.name),
+    el("td", { class: "detail" }, (t.error || t.note || "").split("\n")[0]));
+  const mapRows = (t) => {  // a mapped task: one folded row, then its instances if unfolded
+    const open = unfolded.get(t.name);
+    const items = t.map.items === null ? "?" : t.map.items;
+    const head = el("tr", { class: "row map", "data-task": t.name, "data-map": items,
+      "aria-expanded": open ? "true" : "false",
+      onclick: () => { toggle(t.name); openTask(id, t.name); } },
+      ...cells(t, `${open ? "▾" : "▸"} ${t.name} ×${items}`),
+      el("td", { class: "detail" }, counts(t.map.counts)));
+    if (!open) return [head];
+    const last = Math.min(open.offset + open.rows.length, open.total);
+    const pager = el("tr", { class: "pager", "data-map": t.name }, el("td", { colspan: 7 },
+      `instances ${open.total ? open.offset + 1 : 0}–${last} of ${open.total} `,
+      open.offset > 0 ? el("button", { class: "prev", onclick: () => page(t.name, open.offset - MAP_PAGE) }, "previous") : "",
+      last < open.total ? el("button", { class: "next", onclick: () => page(t.name, open.offset + MAP_PAGE) }, "next") : ""));
+    return [head, ...open.rows.map((r) => taskRow(r, "row instance")), pager];
+  };
   const drawTable = () => {
     const needle = filter.value.toLowerCase();
     const rows = tasks.filter((t) => (!members || members.has(t.name))
       && (!needle || t.name.toLowerCase().includes(needle) || shown(t).includes(needle)));
     table.replaceChildren(el("tr", {}, ...["task", "status", "queue", "attempt", "started",
-      "duration", "detail"].map((h) => el("th", {}, h))), ...rows.map((t) => el("tr", {
-      class: "row", "data-task": t.name, onclick: () => openTask(id, t.name) },
-      el("td", {}, t.name), el("td", {}, badge(shown(t))), el("td", {}, t.queue),
-      el("td", {}, t.attempt), el("td", {}, when(t.dispatched_at)),
-      el("td", {}, took(t.dispatched_at, t.finished_at)),
-      el("td", { class: "detail" }, (t.error || t.note || "").split("\n")[0]))));
+      "duration", "detail"].map((h) => el("th", {}, h))),
+      ...rows.flatMap((t) => t.map ? mapRows(t) : [taskRow(t)]));
+    document.body.dataset.unfolded = [...unfolded.keys()].join(" ");
   };
+  async function fetchPage(name, offset) {  // one page of a mapped task's instances
+    const prefix = encodeURIComponent(`${name}[`);
+    const data = await get(`workflows/${encodeURIComponent(id)}/tasks?prefix=${prefix}&offset=${offset}&limit=${MAP_PAGE}`);
+    return { offset, rows: data.tasks, total: data.total };
+  }
+  async function page(name, offset) {
+    unfolded.set(name, await fetchPage(name, Math.max(0, offset)));
+    drawTable();
+  }
+  async function toggle(name) {
+    if (unfolded.has(name)) { unfolded.delete(name); drawTable(); } else await page(name, 0);
+  }
   filter.addEventListener("input", () => { members = null; drawTable(); });
   async function refresh() {
     const [summary, svg, list] = await Promise.all([get(`workflows/${encodeURIComponent(id)}`),
@@ -147,14 +180,19 @@ async function workflowView(id, gen) {
       get(`workflows/${encodeURIComponent(id)}/tasks`)]);
     if (gen !== generation) return;
     tasks = list.tasks;
+    for (const [name, open] of unfolded) unfolded.set(name, await fetchPage(name, open.offset));
+    if (gen !== generation) return;
     const parent = summary.parent_id ? el("div", {}, "child of ",
       el("a", { href: `#/wf/${encodeURIComponent(summary.parent_id)}` }, summary.parent_id),
       ` (task ${summary.parent_task})`) : "";
     head.replaceChildren(el("h2", {}, `${summary.name} `, badge(summary.status)),
-      el("div", { class: "muted" }, id), parent, counts(summary.counts), legend());
+      el("div", { class: "muted" }, id), parent, counts(list.counts || summary.counts), legend());
     graph.innerHTML = svg;  // our own server's SVG (every name in it is XML-escaped)
     for (const g of graph.querySelectorAll("g.node[data-task]")) {
-      g.addEventListener("click", () => openTask(id, g.dataset.task));
+      g.addEventListener("click", () => {
+        if (g.dataset.map && !unfolded.has(g.dataset.task)) toggle(g.dataset.task);
+        openTask(id, g.dataset.task);
+      });
       if (g.dataset.task === selected) g.classList.add("selected");
     }
     for (const g of graph.querySelectorAll("g.group")) {

@@ -11,11 +11,13 @@ protocol"). The rules are described for users in docs/semantics.md.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
+from typing import Any
 
 from dagq.core.engine.graph import (
     BAD,
     CANCELLED,
+    COMPLETED,
     KIND_CHILD,
     PENDING,
     READY,
@@ -37,14 +39,17 @@ from dagq.core.engine.types import (
     TaskView,
     child_workflow_id,
 )
-from dagq.core.model import WorkflowDef
+from dagq.core.model import OutputRef, WorkflowDef
+
+Reused = tuple[Any, OutputRef | None, str]
+"""A result reused by ``seed``: output, output reference, and where it came from."""
 
 __all__ = [
     "ChildSubmit", "Completion", "Dispatch", "Effects", "OutboxEntry", "ParentLink",
-    "ParentNotice", "TaskView", "WorkflowState", "apply", "attempt_key", "cancel",
+    "ParentNotice", "Reused", "TaskView", "WorkflowState", "apply", "attempt_key", "cancel",
     "cancel_unstarted", "child_workflow_id", "clear_outbox", "create", "dumps", "expire",
-    "judge_attempt", "loads", "outbox_due", "resume", "retry", "start", "stopping_keys",
-    "waiting_dispatches",
+    "judge_attempt", "loads", "outbox_due", "resume", "retry", "seed", "start",
+    "stopping_keys", "waiting_dispatches",
 ]
 
 
@@ -67,8 +72,30 @@ def start(state: WorkflowState, now: float) -> Effects:
     state.status = "running"
     step.fx.workflow_status = ("pending", "running")
     step.todo.extend(state.graph.roots)
+    if state.tally[COMPLETED]:  # seeded: tasks after the reused results may run too
+        g = state.graph
+        step.todo.extend(i for i in range(len(state.st)) if state.st[i] == PENDING
+                         and state.n_ok[i] >= g.need[i] and g.deps[i])
     step.drain()
     return step.done()
+
+
+def seed(state: WorkflowState, now: float, results: Mapping[str, Reused]) -> None:
+    """Mark tasks of a pending workflow completed with results reused from another run
+    (``dagq rerun --from``): ``results`` maps a task to ``(output, output_ref, source)``;
+    ``start`` then runs what follows them. Mapped tasks and their instances cannot be
+    seeded (they expand when they run) and are left out."""
+    if state.status != "pending":
+        raise ValueError("only a workflow that has not started can be seeded")
+    step = Step(state, now)
+    g = state.graph
+    for name, (output, ref, source) in results.items():
+        i = g.index[name]
+        if i in g.maps or i >= g.n_static:
+            continue
+        state.output[i], state.output_ref[i] = output, ref
+        state.note[i] = f"reused: the result of {source}"
+        step.finish(i, COMPLETED)
 
 
 def apply(state: WorkflowState, completions: Sequence[Completion], now: float,

@@ -189,8 +189,13 @@ class WorkflowState:
 
     # -- read access ---------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
-        """Number of tasks per task status (statuses with no task are left out)."""
-        return {name: c for name, c in zip(STATUS_NAMES, self.tally, strict=True) if c}
+        """Number of tasks per task status (statuses with no task are left out); an
+        expanded map counts as its instances, not as one more completed task."""
+        tally = self.tally
+        if self.maps:
+            tally = list(tally)
+            tally[COMPLETED] -= len(self.maps)
+        return {name: c for name, c in zip(STATUS_NAMES, tally, strict=True) if c}
 
     def is_terminal(self) -> bool:
         """True once the workflow is completed, failed or cancelled."""
