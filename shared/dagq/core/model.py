@@ -83,6 +83,9 @@ class TaskDef:
     """True for merge nodes: the engine completes them itself, no worker involved."""
     kind: str | None = None
     """Explicit task kind (``noop`` for a join); ``None`` infers it (see ``dagq.core.kinds``)."""
+    cache: bool | Mapping[str, Any] | None = None
+    """Reuse an earlier result with the same cache key (``dagq.core.caching``): ``true``,
+    ``false`` or ``{max_age, version, params, files}``; ``None`` follows the workflow."""
     map: Mapping[str, Any] | None = None
     """``{over, max_items, max_parallelism}``: run one instance of the task per item of a
     list known only at run time (see ``dagq.core.mapping``); ``None``: one task."""
@@ -110,6 +113,8 @@ class WorkflowDef:
     """Free text shown in listings."""
     parameters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Declared parameters: name -> ``{type, default, required, description}``."""
+    cache: bool | Mapping[str, Any] | None = None
+    """The ``cache`` of every task that sets none (``None``: no caching)."""
 
     def queue_of(self, task: TaskDef) -> str:
         """The queue ``task`` runs on."""

@@ -35,22 +35,22 @@ from dagq.core.yaml_source import (
 from dagq.errors import DefinitionError, Problem
 
 WORKFLOW_FIELDS = ("$schema", "name", "description", "default_queue", "default_task_timeout_s",
-                   "max_parallelism", "result_policy", "params", "parameters", "tasks")
+                   "max_parallelism", "result_policy", "params", "parameters", "cache", "tasks")
 TASK_FIELDS = ("name", "kwargs", "depends_on", "queue", "dep_policy", "condition", "num_retries",
                "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "workflow",
-               "params", "merge", "kind", "map")
+               "params", "merge", "kind", "map", "cache")
 
 _NULL_MEANS_DEFAULT = {"description", "default_task_timeout_s", "max_parallelism", "queue",
-                       "condition", "timeout_s", "kind", "map"}
+                       "condition", "timeout_s", "kind", "map", "cache"}
 _PLAIN_TASK_FIELDS = ("kwargs", "queue", "dep_policy", "condition", "num_retries",
                       "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "merge",
-                      "kind", "map")
+                      "kind", "map", "cache")
 _PLAIN_FIELDS = frozenset(("name", "depends_on", *_PLAIN_TASK_FIELDS))
 _SHORT_FIELDS = frozenset(("name", "kwargs", "depends_on"))
 _NO_KWARGS: Any = object()
 _TASK_DEFAULTS = {f.name: f.default for f in fields(TaskDef) if f.default is not MISSING}
 _OPTIONAL = ("queue", "dep_policy", "condition", "num_retries", "retry_backoff_s",
-             "retry_backoff_max_s", "timeout_s", "delay_s", "kind", "map")
+             "retry_backoff_max_s", "timeout_s", "delay_s", "kind", "map", "cache")
 """Task fields written by ``definition_to_dict`` only when they differ from the default."""
 _OPTIONAL_DEFAULTS = tuple(_TASK_DEFAULTS[key] for key in _OPTIONAL)
 _optional_of = attrgetter(*_OPTIONAL)
@@ -252,6 +252,8 @@ def definition_to_dict(defn: WorkflowDef, *, factories: bool = False) -> dict[st
         out["params"] = _plain(defn.params)
     if defn.parameters:
         out["parameters"] = _plain(defn.parameters)
+    if defn.cache is not None:
+        out["cache"] = _plain(defn.cache)
     out["tasks"] = [_task_to_dict(t, factories) for t in defn.tasks]
     return out
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from dagq.core import hardening
+from dagq.core.caching import spec_problems as cache_problems
 from dagq.core.condition import cached_condition
 from dagq.core.mapping import task_map_problems
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
@@ -175,6 +176,8 @@ class _Checker:
         self.mapping(d.params, p + "params", None)
         for message, at in workflow_problems(d):
             self.add(message, p + at)
+        for message, at in cache_problems(d.cache):
+            self.add(message, p + at)
         if d.description is not None and not isinstance(d.description, str):
             self.add(f"description must be a string, got {describe(d.description)}",
                      p + "description")
@@ -233,6 +236,8 @@ class _Checker:
             self.check_subworkflow(i, t)
         if t.map is not None:
             self.check_map(i, t)
+        for message, at in cache_problems(t.cache):
+            self.add(message, (i, at), name)
         for message, at in task_problems(t, kind=(i, "kind") not in skip):
             self.add(message, (i, at), name)
         if t.merge is True:

@@ -11,9 +11,12 @@ however often tasks are retried; one partition query lists a workflow's whole hi
 A record (JSON)::
 
     {"task", "attempt", "run_id", "worker", "started_at", "ended_at", "duration_s",
-     "result": running|succeeded|failed|cancelled|timed_out|released|stopped,
+     "result": running|succeeded|failed|cancelled|timed_out|released|stopped|cached,
      "exit_code", "signal", "error", "error_tail", "released",
      "log": {"printed": bytes, "stored": bytes, "truncated": bool}}
+
+A result taken from the cache is recorded by the coordinator with result ``cached``,
+worker ``cache`` and ``cached_from`` (``run/task/attempt`` of its source).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from dagq.ports import Records
 
 ERROR_TAIL = 2000
 """Characters of an error's end kept in ``error_tail``."""
-RESULTS = ("running", "succeeded", "failed", "cancelled", "timed_out", "released", "stopped")
+RESULTS = ("running", "succeeded", "failed", "cancelled", "timed_out", "released", "stopped",
+           "cached")
 """Values of a record's ``result``."""
 
 

@@ -70,6 +70,9 @@ class TaskMessage:
     """True for an instance of a mapped task (``item`` is then its item)."""
     item: Any = None
     """The item of a mapped task's instance (any JSON value)."""
+    cache: dict[str, Any] | None = None
+    """For a task that uses the cache: ``{"key", "components", "workflow"}``; the worker
+    stores a successful result under the key (``dagq.protocol.cache``)."""
 
     def encode(self) -> bytes:
         """The message body."""
@@ -85,6 +88,8 @@ class TaskMessage:
             body["payload_ref"] = ref_to_json(self.payload_ref)
         if self.mapped:
             body["item"] = self.item
+        if self.cache is not None:
+            body["cache"] = self.cache
         return _dumps(body)
 
 
@@ -112,16 +117,19 @@ class CompletionMessage:
     """``host:pid`` of the worker."""
     duration_s: float | None = None
     """Run time of the attempt."""
+    cached: str | None = None
+    """For a result taken from the cache: ``run/task/attempt`` it came from."""
 
     def encode(self) -> bytes:
         """The message body."""
+        extra = {"cached": self.cached} if self.cached else {}
         return _dumps({
             "v": VERSION, "type": "completion", "workflow_id": self.workflow_id,
             "task": self.task, "attempt": self.attempt, "success": self.success,
             "output": self.output,
             "output_ref": ref_to_json(self.output_ref) if self.output_ref else None,
             "error": self.error, "released": self.released, "worker": self.worker,
-            "duration_s": self.duration_s,
+            "duration_s": self.duration_s, **extra,
         })
 
 
@@ -212,6 +220,7 @@ def decode_task(data: bytes | str) -> TaskMessage:
         params=body.get("params") or {},
         payload_ref=ref_from_json(payload) if payload else None,
         mapped="item" in body, item=body.get("item"),
+        cache=body["cache"] if isinstance(body.get("cache"), dict) else None,
     )
 
 
@@ -247,6 +256,7 @@ def decode_completion_queue(data: bytes | str) -> CompletionQueueMessage:
         released=bool(body.get("released", False)),
         worker=body.get("worker") if isinstance(body.get("worker"), str) else None,
         duration_s=float(duration) if isinstance(duration, int | float) else None,
+        cached=body["cached"] if isinstance(body.get("cached"), str) else None,
     )
 
 

@@ -95,7 +95,7 @@ class Committer:
                 batch.append(engine.Completion(
                     task=item.task, attempt=item.attempt, success=item.success,
                     output=item.output, output_ref=item.output_ref, error=item.error,
-                    released=item.released))
+                    released=item.released, cached=item.cached))
                 continue
             if batch:
                 effects.append(engine.apply(state, batch, now, resolve=self.resolve))

@@ -29,6 +29,7 @@ from dagq.protocol.messages import (
     TaskMessage,
     ref_to_json,
 )
+from dagq.runtime.cache_lookup import CacheLookup, Hit
 
 log = logging.getLogger("dagq.dispatch")
 
@@ -53,6 +54,7 @@ class OutboxSender:
     def __init__(self, backend: Backend, children: ChildWorkflows) -> None:
         self.backend = backend
         self.children = children
+        self.cache = CacheLookup(backend)
 
     def send(self, state: WorkflowState, entries: Iterable[engine.OutboxEntry]) -> set[str]:
         """Send every entry; returns the keys sent."""
@@ -66,6 +68,10 @@ class OutboxSender:
                 delay = max(0.0, entry.written_at + payload.delay_s - now)
                 try:
                     body = self.task_message(state, payload)
+                    if isinstance(body, Hit):
+                        self.cache.answer(state, payload, body)
+                        sent.add(entry.key)
+                        continue
                 except TRANSIENT:
                     raise
                 except Exception as exc:  # e.g. a value no encoder takes: fail that task
@@ -114,10 +120,11 @@ class OutboxSender:
             body, message_id=names.done_id(d.key),
             session_id=names.session_id(state.workflow_id))
 
-    def task_message(self, state: WorkflowState, d: engine.Dispatch) -> bytes:
-        """The encoded task message for dispatch ``d``."""
+    def task_message(self, state: WorkflowState, d: engine.Dispatch) -> bytes | Hit:
+        """The encoded task message for dispatch ``d`` (or the cache hit that answers it)."""
         tdef = state.task_def(d.task)
-        inputs = {name: _wire(v) for name, v in state.inputs_of(d.task).items()}
+        raw = state.inputs_of(d.task)
+        inputs = {name: _wire(v) for name, v in raw.items()}
         params = state.definition.params
         mapped, item = state.item_of(state.graph.index[d.task])
         if mapped:
@@ -125,10 +132,14 @@ class OutboxSender:
             kwargs = render_kwargs(kwargs, {**params, **values})
         else:
             kwargs = render_kwargs(tdef.kwargs, params)
+        cached, hit = self.cache.check(state, d, kwargs, raw, (mapped, item)) \
+            if tdef.cache is not None or state.definition.cache is not None else (None, None)
+        if hit is not None:
+            return hit
         msg = TaskMessage(
             workflow_id=state.workflow_id, task=d.task, attempt=d.attempt, key=d.key,
             kwargs=kwargs, timeout_s=d.timeout_s, inputs=inputs, params=dict(params),
-            mapped=mapped, item=item,
+            mapped=mapped, item=item, cache=cached,
         )
         limit = self.backend.queues.get(d.queue).max_message_bytes
         body = msg.encode()

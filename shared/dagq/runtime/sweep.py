@@ -28,6 +28,7 @@ from dagq.ports import Backend, ChildWorkflows
 from dagq.protocol import names
 from dagq.protocol.heartbeats import executing_keys
 from dagq.runtime import poison
+from dagq.runtime.cache_lookup import Hit
 from dagq.runtime.cancels import finish_cancels
 from dagq.runtime.committing import Committing
 from dagq.runtime.control import Control
@@ -128,6 +129,9 @@ class Sweeper:
                     raise
                 except Exception as exc:  # it was built once; never let one stop the sweep
                     log.warning("could not rebuild the task message of %s: %s", d.key, exc)
+                    continue
+                if isinstance(body, Hit):  # cached since: answer it from there
+                    self.sender.cache.answer(state, d, body)
                     continue
                 self.backend.queues.get(d.queue).send(
                     body, message_id=names.resent_id(d.key, now))

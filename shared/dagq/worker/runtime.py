@@ -30,7 +30,7 @@ from dagq.crashpoints import crash_point
 from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable
 from dagq.outage import TRANSIENT, Outage, retrying
 from dagq.ports import Backend, Message
-from dagq.protocol import names
+from dagq.protocol import cache, names
 from dagq.protocol.cancels import prune_cancel_hints
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task
 from dagq.protocol.outputs import expand
@@ -297,6 +297,7 @@ class Worker:
                 outcome = replace(outcome, success=False, stopped=True,
                                   error="cancelled: the workflow was cancelled")
             completion, body = self._publish(task, outcome, ctx)
+            cache.remember(self.backend, task, completion, time.time())
             tracker.end(replace(outcome, success=completion.success, error=completion.error),
                         cancelled=run.cancelled)
             crash_point("worker_before_complete")

@@ -305,6 +305,8 @@ class Step:
         s = self.s
         s.output[i] = c.output
         s.output_ref[i] = c.output_ref
+        if c.cached:
+            s.note[i] = f"cached: the result of {c.cached}"
         self.finish(i, COMPLETED)
 
     def fail_attempt(self, i: int, error: str) -> None:

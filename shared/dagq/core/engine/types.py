@@ -38,6 +38,9 @@ class Completion:
     """What went wrong, for a failed attempt."""
     released: bool = False
     """The worker gave the attempt back (e.g. preemption): run it again, not a failure."""
+    cached: str | None = None
+    """A result taken from the cache instead of running: ``run/task/attempt`` of its
+    source (kept as the task's note)."""
 
 
 class Dispatch(NamedTuple):

@@ -1,0 +1,218 @@
+"""The task cache as stored: one record per cache key, written by the worker that
+computed the result and read by the coordinator before it dispatches a cached task.
+
+Records live in partition ``cache`` keyed by the cache key (``dagq.core.caching``)::
+
+    {"key", "task", "workflow", "workflow_id", "attempt", "created_at", "digest",
+     "output" | "ref": [name, md5, size], "components": {...}}
+
+An output of up to ``INLINE_BYTES`` of JSON is kept in the record; a larger one is copied
+to ``cache/{key}.json`` in output storage (never a run's own object: pruning a run keeps
+its cache entries whole). ``digest`` is the MD5 of the canonical output bytes and is
+checked on every use: an entry that is corrupt, cut short or missing its object is a
+miss, never a failure. The first writer of a key wins (``"*new"``); a second run that
+computed the same key keeps its own result and the entry stays as it was.
+
+A second partition per workflow name, ``cache~{name}``, keyed ``{task}/{created_ms}``,
+points at the entries a task of that workflow made, newest last: ``dagq plan`` compares
+with it to say which key component changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dagq.core import values
+from dagq.core.model import OutputRef
+from dagq.errors import AlreadyExists, DagqError, NotFound
+from dagq.ports import Backend
+from dagq.protocol.messages import CompletionMessage, TaskMessage
+from dagq.protocol.outputs import fetch_verified
+
+log = logging.getLogger("dagq.cache")
+
+PARTITION = "cache"
+INLINE_BYTES = 8 * 1024
+"""Largest output kept inside an entry (Azure Table string properties hold 64 KiB of
+UTF-16, and an entry holds its key components too)."""
+MAX_COMPONENT_BYTES = 16 * 1024
+"""Components larger than this keep one digest for all inputs instead of one each."""
+
+
+def task_partition(workflow: str) -> str:
+    """The partition listing the entries made by the tasks of workflows named ``workflow``."""
+    return f"cache~{workflow}"
+
+
+def object_name(key: str) -> str:
+    """Where an entry's large output is stored."""
+    return f"cache/{key}.json"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cached result."""
+
+    key: str
+    """The cache key."""
+    task: str
+    """The task that computed it."""
+    workflow: str
+    """The name of that task's workflow."""
+    workflow_id: str
+    """The run it came from."""
+    attempt: int
+    """The attempt that computed it."""
+    created_at: float
+    """When it was stored (epoch seconds)."""
+    digest: str
+    """MD5 (hex) of the canonical output bytes (``""`` for a task with no output)."""
+    output: Any = None
+    """The output, when small."""
+    ref: OutputRef | None = None
+    """Where a large output is kept."""
+    components: dict[str, Any] = field(default_factory=dict)
+    """The key's components (``dagq.core.caching.components``)."""
+
+    def source(self) -> str:
+        """``run/task/attempt`` the result came from."""
+        return f"{self.workflow_id}/{self.task}/{self.attempt}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored record."""
+        out: dict[str, Any] = {
+            "key": self.key, "task": self.task, "workflow": self.workflow,
+            "workflow_id": self.workflow_id, "attempt": self.attempt,
+            "created_at": self.created_at, "digest": self.digest,
+            "components": self.components}
+        if self.ref is not None:
+            out["ref"] = [self.ref.name, self.ref.md5, self.ref.size]
+        else:
+            out["output"] = self.output
+        return out
+
+    @staticmethod
+    def from_json(raw: dict[str, Any]) -> Entry:
+        """An entry from its record; ``KeyError``/``TypeError``/``ValueError`` if malformed."""
+        ref = raw.get("ref")
+        return Entry(str(raw["key"]), str(raw["task"]), str(raw["workflow"]),
+                     str(raw["workflow_id"]), int(raw["attempt"]), float(raw["created_at"]),
+                     str(raw["digest"]), raw.get("output"),
+                     OutputRef(str(ref[0]), str(ref[1]), int(ref[2])) if ref else None,
+                     dict(raw.get("components") or {}))
+
+
+def output_digest(value: Any) -> str:
+    """The digest an entry keeps of an output value."""
+    if value is None:
+        return ""
+    return hashlib.md5(values.dumps(value), usedforsecurity=False).hexdigest()
+
+
+def save(backend: Backend, entry: Entry, data: bytes | None = None) -> bool:
+    """Store ``entry`` unless its key is already taken; ``data`` (the canonical output
+    bytes) goes to output storage when larger than ``INLINE_BYTES``. True if stored."""
+    if data is not None and len(data) > INLINE_BYTES:
+        name = object_name(entry.key)
+        entry = replace(entry, output=None,
+                        ref=OutputRef(name, backend.outputs.put(name, data), len(data)))
+    comps = entry.components
+    if len(json.dumps(comps)) > MAX_COMPONENT_BYTES:
+        comps = {**comps, "inputs": {"*": hashlib.sha256(json.dumps(
+            comps.get("inputs"), sort_keys=True).encode()).hexdigest()[:32]}}
+        entry = replace(entry, components=comps)
+    try:
+        backend.records.put(PARTITION, entry.key, entry.to_json(), etag="*new")
+    except AlreadyExists:
+        return False
+    backend.records.put(task_partition(entry.workflow),
+                        f"{entry.task}/{round(entry.created_at * 1000):013d}",
+                        {"key": entry.key, "components": comps})
+    return True
+
+
+def lookup(backend: Backend, key: str, now: float, max_age_s: float | None) -> Entry | None:
+    """The usable entry of ``key``: present, young enough and verified; else None (a
+    corrupt entry is logged and treated as absent)."""
+    try:
+        raw, _ = backend.records.get(PARTITION, key)
+    except NotFound:
+        return None
+    try:
+        entry = Entry.from_json(raw)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        log.warning("cache entry %s is malformed (%s); running the task instead", key, exc)
+        return None
+    if max_age_s is not None and now - entry.created_at > max_age_s:
+        return None
+    try:
+        if entry.ref is not None:
+            got = hashlib.md5(fetch_verified(backend, entry.ref),
+                              usedforsecurity=False).hexdigest()
+        else:
+            got = output_digest(entry.output)
+    except (DagqError, NotFound) as exc:
+        log.warning("cache entry %s cannot be used (%s); running the task instead", key, exc)
+        return None
+    if got != entry.digest:
+        log.warning("cache entry %s does not match its digest; running the task instead", key)
+        return None
+    return entry
+
+
+def entries(backend: Backend) -> list[Entry]:
+    """Every readable entry, oldest first."""
+    out = []
+    for _, raw in backend.records.list(PARTITION):
+        try:
+            out.append(Entry.from_json(raw))
+        except (KeyError, TypeError, ValueError, IndexError):
+            continue
+    return sorted(out, key=lambda e: e.created_at)
+
+
+def latest_components(backend: Backend, workflow: str) -> dict[str, dict[str, Any]]:
+    """Per task of workflows named ``workflow``: the components of its newest entry."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, raw in backend.records.list(task_partition(workflow)):
+        task = key.rsplit("/", 1)[0]
+        out[task] = dict(raw.get("components") or {})
+    return out
+
+
+def delete(backend: Backend, entry: Entry) -> None:
+    """Remove one entry, its stored output and its pointer."""
+    if entry.ref is not None:
+        backend.outputs.delete(entry.ref.name)
+    backend.records.delete(PARTITION, entry.key)
+    backend.records.delete(task_partition(entry.workflow),
+                           f"{entry.task}/{round(entry.created_at * 1000):013d}")
+
+
+def remember(backend: Backend, task: TaskMessage, done: CompletionMessage,
+             now: float) -> None:
+    """Store the result of a successful attempt of a task that uses the cache (the task
+    message carries its key). A failure to store is logged: the attempt stands."""
+    info = task.cache
+    if info is None or not done.success or done.cached:
+        return
+    try:
+        if done.output_ref is not None:
+            data: bytes | None = fetch_verified(backend, done.output_ref)
+            digest = done.output_ref.md5
+        else:
+            data = values.dumps(done.output) if done.output is not None else None
+            digest = output_digest(done.output)
+        entry = Entry(str(info["key"]), task.task, str(info.get("workflow", "")),
+                      task.workflow_id, task.attempt, now, digest, done.output, None,
+                      dict(info.get("components") or {}))
+        if data is not None and len(data) > INLINE_BYTES:
+            entry = replace(entry, output=None)
+        save(backend, entry, data)
+    except (DagqError, OSError, KeyError, TypeError, ValueError) as exc:
+        log.warning("%s: the result could not be stored in the cache (%s); a later run "
+                    "will compute it again", task.key, exc)
