@@ -14,7 +14,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +176,8 @@ class WorkflowClient:
 
     # -- control -----------------------------------------------------------------------
     def cancel(self, workflow_id: str, *, settle: bool = True,
-               on_written: Callable[[], object] | None = None) -> WorkflowState:
+               on_written: Callable[[], object] | None = None,
+               reason: str | None = None) -> WorkflowState:
         """Cancel a workflow and all its active descendants; see ``dagq.runtime.control``.
 
         When this returns, tasks that had not started are ``cancelled`` and running ones
@@ -186,17 +187,24 @@ class WorkflowClient:
         children = tuple(r.id for r in self.descendants(workflow_id)
                          if r.status not in TERMINAL_WORKFLOW_STATUSES)
         return self.control.cancel(workflow_id, children=children, settle=settle,
-                                   on_written=on_written)
+                                   on_written=on_written, reason=reason)
 
     def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
-              request_id: str | None = None) -> str:
+              request_id: str | None = None, tasks: Sequence[str] = ()) -> str:
         """Reset failed, upstream-failed and cancelled tasks; the coordinator runs them.
 
         The reset is visible when this returns; raises ``WorkflowFinished`` for a
         completed workflow. ``parent`` re-attaches a child workflow to its parent task's
-        new attempt. Returns the request id."""
+        new attempt. With ``tasks``, only those and the tasks after them run again, even
+        completed ones. Returns the request id."""
         self.row(workflow_id)
-        return self.control.retry(workflow_id, parent=parent, request_id=request_id)[0]
+        return self.control.retry(workflow_id, parent=parent, request_id=request_id,
+                                  tasks=tuple(tasks))[0]
+
+    def suspend(self, workflow_id: str, suspended: bool = True) -> WorkflowState:
+        """Stop starting tasks of a running workflow (``suspended=False`` resumes it)."""
+        self.row(workflow_id)
+        return self.control.suspend(workflow_id, suspended)
 
     def descendants(self, workflow_id: str) -> list[IndexRow]:
         """Index rows of every child workflow below ``workflow_id``, in id order."""
@@ -250,6 +258,12 @@ class WorkflowClient:
         """What ``dagq status --json`` prints: the summary, plus ``children`` (summaries of
         every child workflow below this one) when there are any."""
         summary = self.summary(workflow_id)
+        with contextlib.suppress(WorkflowNotFound):
+            state = self.state(workflow_id)
+            if state.suspended:
+                summary["suspended"] = True
+            if state.cancel_reason:
+                summary["cancel_reason"] = state.cancel_reason
         children = [row_summary(r) for r in self.descendants(workflow_id)]
         if children:
             summary["children"] = children

@@ -30,7 +30,8 @@ SERVICEBUS = {**AZURE, "DAGQ_QUEUES": "sb://my-namespace",
 STORAGE = {**AZURE, "DAGQ_COORDINATOR_TRIGGER": "storage_queue"}
 HTTP_NAMES = {"submit_workflow", "validate_workflow", "list_workflows", "get_workflow",
               "list_tasks", "get_task", "task_logs", "task_output", "task_files", "task_file",
-              "cancel_workflow", "retry_workflow", "health", "openapi",
+              "cancel_workflow", "retry_workflow", "suspend_workflow", "resume_workflow",
+              "health", "openapi",
               "list_schedules", "add_schedule", "get_schedule", "remove_schedule",
               "pause_schedule", "resume_schedule", "trigger_schedule", "backfill_schedule",
               "update_schedule", "status_page", "workflow_graph", "workflow_explain"}

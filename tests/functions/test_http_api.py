@@ -324,3 +324,34 @@ def test_run_parameters_over_http(fns: dict[str, Handler], backend: Backend) -> 
     assert status == 201, body
     defn = WorkflowClient(backend).state("p").definition
     assert dict(defn.params) == {"label": "x; rm -rf ~", "epochs": 7}
+
+
+def test_suspend_resume_cancel_reason_and_retry_of_chosen_tasks(
+        fns: dict[str, Handler], backend: Backend) -> None:
+    http(fns["submit_workflow"], "POST", "", body=DIAMOND, params={"id": "w"})
+    deliver_storage_queue(fns["coordinator_queue"], backend)
+    status, answer = http(fns["suspend_workflow"], "POST", "", route={"id": "w"})
+    assert status == 200 and answer["status"] == "running"
+    assert WorkflowClient(backend).state("w").suspended
+    done = CompletionMessage("w", "a", 1, success=True)
+    backend.queues.get(COMPLETIONS).send(done.encode())
+    deliver_storage_queue(fns["coordinator_queue"], backend)
+    _, tasks = http(fns["list_tasks"], "GET", "", route={"id": "w"})
+    assert {t["name"]: t["status"] for t in tasks["tasks"]}["b"] == "ready"  # held
+    status, _ = http(fns["resume_workflow"], "POST", "", route={"id": "w"})
+    assert status == 200
+    deliver_storage_queue(fns["coordinator_queue"], backend)
+    _, tasks = http(fns["list_tasks"], "GET", "", route={"id": "w"})
+    assert {t["name"]: t["status"] for t in tasks["tasks"]}["b"] == "running"
+    status, answer = http(fns["retry_workflow"], "POST", "", route={"id": "w"},
+                          params={"tasks": "nope"})
+    assert (status, answer["code"]) == (400, "bad_parameter")
+    status, answer = http(fns["retry_workflow"], "POST", "", route={"id": "w"},
+                          params={"tasks": '["a"]'})  # a's children b, c are running
+    assert status == 400 and "running" in answer["error"]
+    status, answer = http(fns["cancel_workflow"], "POST", "", route={"id": "w"},
+                          params={"reason": "wrong table"})
+    assert status == 200
+    assert WorkflowClient(backend).state("w").cancel_reason == "wrong table"
+    status, answer = http(fns["suspend_workflow"], "POST", "", route={"id": "w"})
+    assert (status, answer["code"]) == (409, "finished")

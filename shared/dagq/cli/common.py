@@ -58,6 +58,8 @@ def handle_errors(f: F) -> F:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            if args and isinstance(args[0], click.Context):
+                _resolve_latest(args[0], kwargs)
             return f(*args, **kwargs)
         except DagqError as exc:
             click.echo(f"error: {exc}", err=True)
@@ -67,6 +69,33 @@ def handle_errors(f: F) -> F:
             sys.exit(INTERRUPTED)
 
     return wrapper  # type: ignore[return-value]
+
+
+LATEST = "@latest"
+"""Stands for the newest workflow (``@latest:NAME``: the newest named NAME) wherever a
+command takes a workflow id."""
+
+
+def _resolve_latest(ctx: click.Context, kwargs: dict[str, Any]) -> None:
+    """Replace ``@latest`` / ``@latest:NAME`` in the workflow id arguments by that id."""
+    for key in ("workflow_id", "workflow_ids"):
+        value = kwargs.get(key)
+        many = isinstance(value, tuple | list)
+        ids = list(value) if many else [value]  # type: ignore[arg-type]
+        if not any(isinstance(v, str) and v.split(":", 1)[0] == LATEST for v in ids):
+            continue
+        client = open_client(ctx, kwargs.get("store"))
+        out = []
+        for v in ids:
+            if isinstance(v, str) and v.split(":", 1)[0] == LATEST:
+                name = v.split(":", 1)[1] if ":" in v else None
+                rows = client.list_workflows(limit=1, name=name)
+                if not rows:
+                    what = f" named {name!r}" if name else ""
+                    raise WorkflowNotFound(f"{v}: there is no workflow{what} in this store yet")
+                v = rows[0]["id"]
+            out.append(v)
+        kwargs[key] = tuple(out) if many else out[0]
 
 
 def remote(ctx: click.Context) -> bool:

@@ -7,7 +7,7 @@ store; ``dagq.cli.workflows.open_client`` returns the one the flags ask for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -92,10 +92,14 @@ class WorkflowAPI(Protocol):
         """Write a task's synced files under ``dest``."""
         ...
 
-    def cancel(self, workflow_id: str) -> object:
-        """Request cancellation."""
+    def cancel(self, workflow_id: str, *, reason: str | None = None) -> object:
+        """Request cancellation (``reason`` is kept with the workflow)."""
         ...
 
-    def retry(self, workflow_id: str) -> str:
-        """Retry failed tasks; the request id."""
+    def retry(self, workflow_id: str, *, tasks: Sequence[str] = ()) -> str:
+        """Retry failed tasks (or ``tasks`` and the tasks after them); the request id."""
+        ...
+
+    def suspend(self, workflow_id: str, suspended: bool = True) -> object:
+        """Stop starting tasks (``suspended=False``: start them again)."""
         ...

@@ -178,19 +178,22 @@ def output(ctx: click.Context, workflow_id: str, task: str, as_json: bool,
 
 @click.command()
 @click.argument("workflow_id")
+@click.option("--reason", default=None,
+              help="Why: kept with the workflow and shown as the cancelled tasks' error.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the workflow's summary after the cancel.")
 @store_option
 @click.pass_context
 @handle_errors
-def cancel(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
+def cancel(ctx: click.Context, workflow_id: str, reason: str | None, as_json: bool,
+           store: str | None) -> None:
     """Cancel a workflow: nothing new starts and running tasks are stopped.
 
     Exit 0 when cancelled (or being cancelled), 6 if it had already finished (nothing
     changes), 5 if there is no such workflow."""
     client = open_client(ctx, store)
     try:
-        client.cancel(workflow_id)
+        client.cancel(workflow_id, reason=reason)
     except WorkflowFinished as exc:
         _finished(exc, as_json)
     row = client.summary(workflow_id)
@@ -206,19 +209,24 @@ def cancel(ctx: click.Context, workflow_id: str, as_json: bool, store: str | Non
 
 @click.command()
 @click.argument("workflow_id")
+@click.option("--task", "tasks", multiple=True, metavar="TASK",
+              help="Run this task again, and every task after it, whatever their status "
+                   "(repeatable); without it, the failed tasks are retried.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the workflow's summary and the request id after the retry.")
 @store_option
 @click.pass_context
 @handle_errors
-def retry(ctx: click.Context, workflow_id: str, as_json: bool, store: str | None) -> None:
+def retry(ctx: click.Context, workflow_id: str, tasks: tuple[str, ...], as_json: bool,
+          store: str | None) -> None:
     """Retry failed, upstream-failed and cancelled tasks; a coordinator runs them.
+    With --task, that task and the tasks after it run again (even completed ones).
 
     Exit 0 when the tasks are reset, 6 if the workflow already completed (nothing
-    changes), 5 if there is no such workflow."""
+    changes), 5 if there is no such workflow or task."""
     client = open_client(ctx, store)
     try:
-        request_id = client.retry(workflow_id)
+        request_id = client.retry(workflow_id, tasks=tasks)
     except WorkflowFinished as exc:
         _finished(exc, as_json)
     row = client.summary(workflow_id)

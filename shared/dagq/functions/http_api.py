@@ -5,6 +5,7 @@ errors to JSON; there is no engine logic here. Routes and answers are described 
 ``openapi.json`` next to this module (served at ``GET /api/openapi.json``).
 """
 
+import json
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -107,21 +108,49 @@ def list_tasks(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
 
 
 def cancel(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``POST /workflows/{id}/cancel``: 200 with the summary once the cancel is in the
-    state (tasks not started are ``cancelled``); 409 with the status if it had ended."""
+    """``POST /workflows/{id}/cancel[?reason=TEXT]``: 200 with the summary once the
+    cancel is in the state (tasks not started are ``cancelled``); 409 with the status if
+    it had ended."""
     workflow_id = _route_id(req)
     client = runtime.client()
-    client.cancel(workflow_id)
+    client.cancel(workflow_id, reason=text_param(req, "reason"))
     return json_response(client.summary(workflow_id))
 
 
 def retry(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``POST /workflows/{id}/retry``: 200 with the summary and the request id once the
-    tasks are reset; 409 with the status if the workflow completed."""
+    """``POST /workflows/{id}/retry[?tasks=["a"]]``: 200 with the summary and the request
+    id once the tasks are reset; 409 with the status if the workflow completed (and no
+    ``tasks`` were named: those and the tasks after them run again in any case)."""
     workflow_id = _route_id(req)
     client = runtime.client()
-    request_id = client.retry(workflow_id)
+    request_id = client.retry(workflow_id, tasks=_names_param(req, "tasks"))
     return json_response({**client.summary(workflow_id), "request_id": request_id})
+
+
+def suspend(runtime: Runtime, req: func.HttpRequest, suspended: bool) -> func.HttpResponse:
+    """``POST /workflows/{id}/suspend`` and ``.../resume``: 200 with the summary once no
+    task starts (or they start again); 409 with the status if the workflow ended."""
+    workflow_id = _route_id(req)
+    client = runtime.client()
+    client.suspend(workflow_id, suspended)
+    return json_response(client.summary(workflow_id))
+
+
+def _names_param(req: func.HttpRequest, name: str) -> tuple[str, ...]:
+    """A query value holding a JSON array of task names (400 otherwise)."""
+    value = text_param(req, name)
+    if value is None:
+        return ()
+    try:
+        names = json.loads(value)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not names or not all(
+            isinstance(n, str) and n for n in names):
+        raise ApiError(BAD_PARAMETER, f'query parameter {name} must be a JSON array of task '
+                                      f'names such as ["train"], got {value[:80]!r}',
+                       [{"parameter": name}])
+    return tuple(names)
 
 
 def health(runtime: Runtime, trigger: str) -> func.HttpResponse:
@@ -163,6 +192,8 @@ def http_blueprint(runtime: Runtime, trigger: str = "none") -> func.Blueprint:
     routes.add(http.TASK_FILE, lambda req: task_file(runtime, req))
     routes.add(http.CANCEL, lambda req: cancel(runtime, req))
     routes.add(http.RETRY, lambda req: retry(runtime, req))
+    routes.add(http.SUSPEND, lambda req: suspend(runtime, req, True))
+    routes.add(http.RESUME, lambda req: suspend(runtime, req, False))
     routes.add(http.HEALTH, lambda req: health(runtime, trigger))
     routes.add(http.OPENAPI, lambda req: openapi())
     return bp

@@ -88,6 +88,8 @@ LIST_WORKFLOWS = Endpoint("list_workflows", "GET", "workflows", "listWorkflows")
 GET_WORKFLOW = Endpoint("get_workflow", "GET", "workflows/{id}", "getWorkflow")
 CANCEL = Endpoint("cancel_workflow", "POST", "workflows/{id}/cancel", "cancelWorkflow")
 RETRY = Endpoint("retry_workflow", "POST", "workflows/{id}/retry", "retryWorkflow")
+SUSPEND = Endpoint("suspend_workflow", "POST", "workflows/{id}/suspend", "suspendWorkflow")
+RESUME = Endpoint("resume_workflow", "POST", "workflows/{id}/resume", "resumeWorkflow")
 GRAPH = Endpoint("workflow_graph", "GET", "workflows/{id}/graph", "workflowGraph")
 EXPLAIN = Endpoint("workflow_explain", "GET", "workflows/{id}/explain", "explainWorkflow")
 # -- tasks ----------------------------------------------------------------------------
@@ -119,7 +121,8 @@ OPENAPI = Endpoint("openapi", "GET", "openapi.json", "openapi")
 STATUS_PAGE = Endpoint("status_page", "GET", "status", "statusPage")
 
 ENDPOINTS: tuple[Endpoint, ...] = (
-    SUBMIT, VALIDATE, LIST_WORKFLOWS, GET_WORKFLOW, CANCEL, RETRY, GRAPH, EXPLAIN,
+    SUBMIT, VALIDATE, LIST_WORKFLOWS, GET_WORKFLOW, CANCEL, RETRY, SUSPEND, RESUME, GRAPH,
+    EXPLAIN,
     LIST_TASKS, GET_TASK, TASK_LOGS, TASK_OUTPUT, TASK_FILES, TASK_FILE,
     LIST_SCHEDULES, ADD_SCHEDULE, GET_SCHEDULE, REMOVE_SCHEDULE, UPDATE_SCHEDULE,
     PAUSE_SCHEDULE, RESUME_SCHEDULE, TRIGGER_SCHEDULE, BACKFILL_SCHEDULE,

@@ -21,7 +21,8 @@ REF_KEY = "$dagq_ref"
 MAX_TASK_MESSAGE_BYTES = 48 * 1024
 """Inline inputs that would push a task message past this go to output storage."""
 
-ControlAction = Literal["start", "cancel", "retry"]
+ControlAction = Literal["start", "cancel", "retry", "suspend", "resume"]
+CONTROL_ACTIONS = ("start", "cancel", "retry", "suspend", "resume")
 T = TypeVar("T")
 
 
@@ -230,7 +231,7 @@ def decode_completion_queue(data: bytes | str) -> CompletionQueueMessage:
     kind = body.get("type")
     if kind == "control":
         action = body.get("action")
-        if action not in ("start", "cancel", "retry"):
+        if action not in CONTROL_ACTIONS:
             raise BadMessage(f"unknown control action {action!r}")
         pa = body.get("parent_attempt")
         if pa is not None and (not isinstance(pa, int) or isinstance(pa, bool) or pa < 1):

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -127,13 +127,19 @@ class Client:
         return answer
 
     # -- control -----------------------------------------------------------------------
-    def cancel(self, workflow_id: str) -> None:
+    def cancel(self, workflow_id: str, *, reason: str | None = None) -> None:
         """Request cancellation of the workflow and its active children."""
-        self._call(http.CANCEL, id=workflow_id)
+        self._call(http.CANCEL, id=workflow_id, params={"reason": reason} if reason else None)
 
-    def retry(self, workflow_id: str) -> str:
-        """Retry failed, upstream-failed and cancelled tasks; the request id."""
-        return str(self._answer(http.RETRY, id=workflow_id)["request_id"])
+    def retry(self, workflow_id: str, *, tasks: Sequence[str] = ()) -> str:
+        """Retry failed, upstream-failed and cancelled tasks (or ``tasks`` and the tasks
+        after them, whatever their status); the request id."""
+        params = {"tasks": json.dumps(list(tasks))} if tasks else None
+        return str(self._answer(http.RETRY, id=workflow_id, params=params)["request_id"])
+
+    def suspend(self, workflow_id: str, suspended: bool = True) -> None:
+        """Stop starting tasks of a running workflow (``suspended=False`` resumes it)."""
+        self._call(http.SUSPEND if suspended else http.RESUME, id=workflow_id)
 
     # -- inspection --------------------------------------------------------------------
     def status(self, workflow_id: str) -> dict[str, Any]:

@@ -36,7 +36,14 @@ from dataclasses import replace
 from dagq.core import engine
 from dagq.core.engine import WorkflowState
 from dagq.crashpoints import crash_point
-from dagq.errors import DagqError, NotFound, WorkflowFinished, WorkflowNotFound
+from dagq.errors import (
+    DagqError,
+    NotFound,
+    TaskError,
+    TaskNotFound,
+    WorkflowFinished,
+    WorkflowNotFound,
+)
 from dagq.ports import Backend
 from dagq.protocol import names
 from dagq.protocol.cancels import ADMISSION_TTL_S, CANCELS
@@ -63,19 +70,20 @@ class Control:
         self.writer = writer if writer is not None else StateWriter(backend, clock=clock)
 
     def cancel(self, workflow_id: str, *, children: tuple[str, ...] = (),
-               settle: bool = True,
-               on_written: Callable[[], object] | None = None) -> WorkflowState:
+               settle: bool = True, on_written: Callable[[], object] | None = None,
+               reason: str | None = None) -> WorkflowState:
         """Cancel the workflow (and the ``children`` workflows, where still active):
         tasks that have not started are ``cancelled`` and running ones are asked to stop
         when this returns. Idempotent while it runs; ``WorkflowFinished`` if it already
         ended. With ``settle`` (the default), waits ``ADMISSION_TTL_S`` once when
         attempts are in flight and cancels those no worker runs. ``on_written`` is
-        called once the cancels are in the states (e.g. to stop local tasks at once)."""
-        state = self._cancel_one(workflow_id)
+        called once the cancels are in the states (e.g. to stop local tasks at once).
+        ``reason`` is kept with each state and in the cancelled tasks' errors."""
+        state = self._cancel_one(workflow_id, reason)
         states = [state]
         for child in children:
             with contextlib.suppress(WorkflowFinished, WorkflowNotFound):
-                states.append(self._cancel_one(child))
+                states.append(self._cancel_one(child, reason))
         written = time.monotonic()  # after the last cancel write
         if on_written is not None:
             on_written()
@@ -89,13 +97,13 @@ class Control:
                     state = settled
         return state
 
-    def _cancel_one(self, workflow_id: str) -> WorkflowState:
+    def _cancel_one(self, workflow_id: str, reason: str | None = None) -> WorkflowState:
         def mutate(state: WorkflowState, now: float) -> engine.Effects | None:
             if state.is_terminal():
                 raise WorkflowFinished(
                     f"workflow {workflow_id!r} is already {state.status}: nothing to cancel",
                     workflow_id, state.status)
-            fx = engine.cancel(state, now)
+            fx = engine.cancel(state, now, reason)
             return fx if fx.changed() else None
 
         # the hint first: a cancel that stops after its state write has workers told
@@ -136,16 +144,26 @@ class Control:
         return state
 
     def retry(self, workflow_id: str, *, parent: engine.ParentLink | None = None,
-              request_id: str | None = None) -> tuple[str, WorkflowState]:
+              request_id: str | None = None,
+              tasks: tuple[str, ...] = ()) -> tuple[str, WorkflowState]:
         """Reset failed, upstream-failed and cancelled tasks to ``pending`` (and withdraw
         a cancel) when this returns; the coordinator decides and dispatches them.
         Idempotent per ``request_id``; ``WorkflowFinished`` for a completed workflow.
-        ``parent`` re-attaches a child workflow to its parent task's new attempt."""
+        ``parent`` re-attaches a child workflow to its parent task's new attempt.
+        With ``tasks``, those tasks and every task after them run again, whatever their
+        status (``TaskError`` if one is running; a completed workflow runs again)."""
         rid = request_id or names.request_id(workflow_id, "retry", uuid.uuid4().hex[:12])
 
         def mutate(state: WorkflowState, now: float) -> engine.Effects | None:
             if rid in state.retry_ids:
                 return None
+            if tasks:
+                try:
+                    return engine.retry(state, now, rid, dispatch=False, tasks=tasks)
+                except KeyError as exc:
+                    raise TaskNotFound(str(exc.args[0])) from None
+                except ValueError as exc:
+                    raise TaskError(str(exc)) from None
             if state.status == "completed":
                 raise WorkflowFinished(
                     f"workflow {workflow_id!r} is already completed: nothing to retry",
@@ -165,6 +183,23 @@ class Control:
         self._hand_over(workflow_id, "retry", keys, rid,
                         parent.attempt if parent is not None else None)
         return rid, state
+
+    def suspend(self, workflow_id: str, suspended: bool = True) -> WorkflowState:
+        """Suspend a running workflow (no task starts; running ones finish), or let it go
+        on (``suspended=False``: the tasks that became ready are sent). In the state
+        when this returns; ``WorkflowFinished`` for a workflow that already ended."""
+        def mutate(state: WorkflowState, now: float) -> engine.Effects | None:
+            if state.is_terminal():
+                raise WorkflowFinished(
+                    f"workflow {workflow_id!r} is already {state.status}: nothing to "
+                    f"{'suspend' if suspended else 'resume'}", workflow_id, state.status)
+            fx = engine.suspend(state, now) if suspended else engine.unsuspend(state, now)
+            return fx if fx.changed() else None
+
+        state, keys, _ = self._commit(workflow_id, mutate)
+        self._index(state)
+        self._hand_over(workflow_id, "suspend" if suspended else "resume", keys)
+        return state
 
     # -- the stop signal ----------------------------------------------------------------
     def publish(self, workflow_id: str, state: WorkflowState | None = None,

@@ -12,11 +12,15 @@ from dagq.protocol.messages import CompletionQueueMessage, ControlMessage
 
 
 def apply_control(state: WorkflowState, item: ControlMessage, now: float) -> engine.Effects:
-    """Apply one control message (start, cancel, retry) to ``state``."""
+    """Apply one control message (start, cancel, retry, suspend, resume) to ``state``."""
     if item.action == "start":
         return engine.start(state, now)
     if item.action == "cancel":
         return engine.cancel(state, now)
+    if item.action == "suspend":
+        return engine.suspend(state, now)
+    if item.action == "resume":
+        return engine.unsuspend(state, now)
     if item.parent_attempt is not None and state.parent is not None \
             and item.request_id not in state.retry_ids:
         state.parent = replace(state.parent, attempt=item.parent_attempt)

@@ -23,6 +23,7 @@ from dagq.core.engine.api import (
     child_workflow_id,
     clear_outbox,
     create,
+    downstream_of,
     dumps,
     expire,
     judge_attempt,
@@ -33,6 +34,8 @@ from dagq.core.engine.api import (
     seed,
     start,
     stopping_keys,
+    suspend,
+    unsuspend,
     waiting_dispatches,
 )
 
@@ -54,6 +57,7 @@ __all__ = [
     "child_workflow_id",
     "clear_outbox",
     "create",
+    "downstream_of",
     "dumps",
     "expire",
     "judge_attempt",
@@ -64,5 +68,7 @@ __all__ = [
     "seed",
     "start",
     "stopping_keys",
+    "suspend",
+    "unsuspend",
     "waiting_dispatches",
 ]

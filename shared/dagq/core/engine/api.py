@@ -48,8 +48,8 @@ __all__ = [
     "ChildSubmit", "Completion", "Dispatch", "Effects", "OutboxEntry", "ParentLink",
     "ParentNotice", "Reused", "TaskView", "WorkflowState", "apply", "attempt_key", "cancel",
     "cancel_unstarted", "child_workflow_id", "clear_outbox", "create", "dumps", "expire",
-    "judge_attempt", "loads", "outbox_due", "resume", "retry", "seed", "start",
-    "stopping_keys", "waiting_dispatches",
+    "downstream_of", "judge_attempt", "loads", "outbox_due", "resume", "retry", "seed",
+    "start", "stopping_keys", "suspend", "unsuspend", "waiting_dispatches",
 ]
 
 
@@ -112,24 +112,27 @@ def apply(state: WorkflowState, completions: Sequence[Completion], now: float,
     return step.done()
 
 
-def cancel(state: WorkflowState, now: float) -> Effects:
+def cancel(state: WorkflowState, now: float, reason: str | None = None) -> Effects:
     """Cancel the workflow. Idempotent; a finished workflow is left as it is.
 
     Pending and ready tasks become ``cancelled``; running attempts are listed in
     ``Effects.stop`` and end ``cancelled`` when their completion arrives (``completed`` if
     it is a success). A dispatched attempt whose start delay has not elapsed is cancelled
-    at once. The workflow becomes ``cancelled`` when nothing runs any more.
+    at once. The workflow becomes ``cancelled`` when nothing runs any more. ``reason``
+    is kept with the state and in each cancelled task's error.
     """
     step = Step(state, now)
     if state.is_terminal() or state.cancel_requested:
         return step.fx
     state.cancel_requested = True
+    state.cancel_reason = reason
+    why = f"cancelled: {reason}" if reason else "cancelled"
     step.fx.state_changed = True
     st, g = state.st, state.graph
     for i in range(len(st)):
         code = st[i]
         if code in (PENDING, READY):
-            step.finish(i, CANCELLED, error="cancelled")
+            step.finish(i, CANCELLED, error=why)
         elif code == RUNNING:
             # only a start delay makes an attempt "not started yet": an attempt sent
             # without one may run at once (and its stored time is rounded to the ms)
@@ -145,6 +148,43 @@ def cancel(state: WorkflowState, now: float) -> Effects:
     state.held_reset = True
     step.todo.clear()
     return step.done()
+
+
+def suspend(state: WorkflowState, now: float) -> Effects:
+    """Suspend a running workflow: no task starts until ``unsuspend``; attempts already
+    sent run to their end (their retries too). Idempotent; a no-op once it ended."""
+    step = Step(state, now)
+    if state.is_terminal() or state.suspended:
+        return step.fx
+    state.suspended = True
+    step.fx.state_changed = True
+    return step.done()
+
+
+def unsuspend(state: WorkflowState, now: float) -> Effects:
+    """Let a suspended workflow go on: the tasks that became ready meanwhile are sent
+    (within ``max_parallelism``). Idempotent."""
+    step = Step(state, now)
+    if not state.suspended:
+        return step.fx
+    state.suspended = False
+    step.fx.state_changed = True
+    step.fill()
+    return step.done()
+
+
+def downstream_of(state: WorkflowState, names: Iterable[str]) -> list[int]:
+    """The tasks ``names`` and every task after them, in index order (``KeyError`` for
+    an unknown name)."""
+    g = state.graph
+    seen = {g.index[n] for n in names}
+    todo = list(seen)
+    while todo:
+        for k in g.children[todo.pop()]:
+            if k not in seen:
+                seen.add(k)
+                todo.append(k)
+    return sorted(seen)
 
 
 def attempt_key(state: WorkflowState, task: str) -> str:
@@ -190,7 +230,8 @@ def cancel_unstarted(state: WorkflowState, now: float, started: Container[str]) 
 
 
 def retry(state: WorkflowState, now: float, request_id: str,
-          resolve: Resolve | None = None, *, dispatch: bool = True) -> Effects:
+          resolve: Resolve | None = None, *, dispatch: bool = True,
+          tasks: Sequence[str] = ()) -> Effects:
     """Run again what did not succeed. Idempotent per ``request_id``.
 
     Failed, upstream-failed and cancelled tasks go back to ``pending`` and are resolved
@@ -199,24 +240,44 @@ def retry(state: WorkflowState, now: float, request_id: str,
     being stopped by a cancel are let run: a failure of one starts its new round. A
     pending cancel request is withdrawn. With ``dispatch=False`` the reset tasks stay
     ``pending`` until ``resume`` decides them (a client resets, the coordinator runs).
+
+    With ``tasks``, only those tasks and every task after them are reset, whatever
+    their status (a completed one runs again): ``ValueError`` if one of them is running
+    or is a mapped task that has expanded (retry its instances instead).
     """
     step = Step(state, now, resolve)
     if request_id in state.retry_ids:
         return step.fx
+    st = state.st
+    chosen: list[int] = []
+    if tasks:
+        unknown = [t for t in tasks if t not in state.graph.index]
+        if unknown:
+            raise KeyError(f"no task {unknown[0]!r} in workflow {state.workflow_id}")
+        chosen = downstream_of(state, tasks)
+        g = state.graph
+        for i in chosen:
+            if st[i] == RUNNING:
+                raise ValueError(f"task {g.names[i]!r} is running; wait for it to end (or "
+                                 "cancel the workflow) before running it again")
+            if i in state.maps:
+                raise ValueError(f"task {g.names[i]!r} is a mapped task that has expanded; "
+                                 f"retry its instances ({g.names[i]}[N]) instead")
     state.retry_ids.append(request_id)
     del state.retry_ids[:-MAX_RETRY_IDS]
     if state.status == "pending":
         return step.fx  # never started: nothing to run again
     if state.cancel_requested:
         state.cancel_requested = False
+        state.cancel_reason = None
         step.fx.state_changed = True
-    st = state.st
     for i in state.running_set:
         if state.stopping[i]:
             state.stopping[i] = 0
             state.round_start[i] = state.attempt[i] + 1
             state.touch(i)
-    reset = [i for i in range(len(st)) if STATUS_CLASS[st[i]] == BAD]
+    reset = ([i for i in chosen if st[i] != PENDING] if tasks
+             else [i for i in range(len(st)) if STATUS_CLASS[st[i]] == BAD])
     for i in reset:
         state.round_start[i] = state.attempt[i] + 1
         state.error[i] = state.note[i] = state.finished_at[i] = None

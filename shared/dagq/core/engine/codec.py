@@ -52,6 +52,7 @@ def encode_state(s: WorkflowState) -> bytes:
         ("parent", [s.parent.workflow_id, s.parent.task, s.parent.attempt] if s.parent else None),
         ("cancel", s.cancel_requested), ("retry_ids", s.retry_ids), ("notices", s.notices_sent),
         ("maps", [[h, items] for h, items in s.maps.items()]),
+        ("susp", s.suspended), ("creason", s.cancel_reason),
         ("st", s.st.translate(_TO_DIGITS).decode("ascii")),
         ("att", s.attempt), ("rs", lambda: sparse(s.round_start, 1)),
         ("rel", lambda: sparse(s.releases, 0)), ("out", lambda: sparse(s.output, None)),
@@ -143,6 +144,7 @@ def _build(doc: dict[str, Any], defn: WorkflowDef, graph: Graph, blob: bytes) ->
         raise ValueError(f"bad workflow status {doc['status']!r} or task count")
     s.status, s.updated_at = doc["status"], doc["updated_at"]
     s.cancel_requested, s.retry_ids = doc["cancel"], doc["retry_ids"]
+    s.suspended, s.cancel_reason = bool(doc.get("susp")), doc.get("creason")
     s.notices_sent = doc["notices"]
     s.st = bytearray(doc["st"].encode("ascii").translate(_FROM_DIGITS))
     if max(s.st, default=0) >= len(STATUS_NAMES):

@@ -79,7 +79,8 @@ def encode_delta(s: WorkflowState) -> bytes:
     index, base = s.graph.index, s.created_at
     head: dict[str, Any] = {
         "status": s.status, "updated_at": s.updated_at, "cancel": s.cancel_requested,
-        "retry_ids": s.retry_ids, "notices": s.notices_sent}
+        "retry_ids": s.retry_ids, "notices": s.notices_sent, "susp": s.suspended,
+        "creason": s.cancel_reason}
     if s.maps_new:
         head["maps"] = [[h, s.maps[h]] for h in s.maps_new]
     if s.held_reset:
@@ -152,6 +153,7 @@ def _row(s: WorkflowState, i: int) -> list[Any]:
 def _apply(s: WorkflowState, doc: dict[str, Any]) -> None:
     s.status, s.updated_at = doc["status"], doc["updated_at"]
     s.cancel_requested, s.retry_ids = doc["cancel"], doc["retry_ids"]
+    s.suspended, s.cancel_reason = bool(doc.get("susp")), doc.get("creason")
     s.notices_sent = doc["notices"]
     base = s.created_at
     for h, items in doc.get("maps", ()):

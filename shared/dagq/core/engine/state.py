@@ -50,6 +50,7 @@ class WorkflowState:
 
     __slots__ = (
         "attempt",
+        "cancel_reason",
         "cancel_requested",
         "created_at",
         "deadlines",
@@ -89,6 +90,7 @@ class WorkflowState:
         "st",
         "status",
         "stopping",
+        "suspended",
         "tally",
         "updated_at",
         "workflow_id",
@@ -115,6 +117,10 @@ class WorkflowState:
         self.outbox: dict[str, OutboxEntry] = {}
         """Decided but not yet confirmed-sent messages, by key."""
         self.cancel_requested = False
+        self.cancel_reason: str | None = None
+        """What the person who cancelled the workflow gave as the reason."""
+        self.suspended = False
+        """Suspended: no task starts (tasks already running finish, retries included)."""
         self.retry_ids: list[str] = []
         self.notices_sent = 0
         self.st = bytearray(n)  # every task starts PENDING (code 0)

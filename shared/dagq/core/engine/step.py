@@ -187,7 +187,7 @@ class Step:
             s.output[i] = None
             s.output_ref[i] = None
             self.finish(i, COMPLETED)
-        elif g.max_parallelism is None:
+        elif g.max_parallelism is None and not s.suspended:
             self.dispatch(i, g.delay[i])
         else:
             s.held.append(i)
@@ -238,10 +238,10 @@ class Step:
         """Dispatch held ready tasks while the parallelism cap leaves room."""
         s = self.s
         cap = self.g.max_parallelism
-        if cap is None or not s.held:
+        if s.suspended or not s.held:
             return
         held, st, delay = s.held, s.st, self.g.delay
-        while held and s.tally[RUNNING] < cap:
+        while held and (cap is None or s.tally[RUNNING] < cap):
             i = held.popleft()
             s.held_popped += 1
             if st[i] == READY:
