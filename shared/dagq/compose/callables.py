@@ -20,9 +20,9 @@ from dagq.imports import resolve
 CALL_RE = IMPORT_PATH_RE
 """Shape of ``kwargs.call``: ``package.module:function`` (the qualname may be dotted)."""
 INPUTS_PARAMETER = "inputs"
+"""A function parameter with this name receives the direct upstream outputs."""
 ITEM_PARAMETER = "item"
 """An instance of a mapped task passes its item to a function parameter of this name."""
-"""A function parameter with this name receives the direct upstream outputs."""
 
 _IMPORTABLE_HINT = ("the worker imports function tasks by module path in a fresh process, "
                     "so define the function at the top level of an importable module")
