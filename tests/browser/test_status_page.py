@@ -46,6 +46,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dagq, str, 
     d.coordinator()
     d.worker("default", concurrency=2)
     ids = {
+        "story": d.submit(d.define("error-story", STORY)),
         "ok": d.submit(d.define("nightly-report", [
             {"name": "fetch", "kwargs": {"cmd": "true"}},
             {"name": "render", "depends_on": ["fetch"], "kwargs": {"cmd": "true"}}])),
@@ -63,6 +64,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dagq, str, 
              "kwargs": {"cmd": "true"}}])),
     }
     d.wait_terminal(ids["ok"])
+    d.wait_terminal(ids["story"])
     assert d.wait_terminal(ids["failed"])["status"] == "failed"
     eventually(lambda: d.tasks(ids["running"])["crunch"].get("phase") == "started",
                "crunch to start")
@@ -72,6 +74,14 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dagq, str, 
         yield d, url, ids
     runtime.close()
     d.close()
+
+
+STORY = [
+    {"name": "boom", "kwargs": {"cmd": "echo 'shard 3'; echo 'ValueError: bad row 42' >&2; "
+                                       "echo 'shard 3 done'; exit 1"}},
+    {"name": "quiet", "kwargs": {"cmd": "echo 'shard 3'; exit 1"}}]
+"""Two failing tasks with known output: one error summary each (issue 31, point 3)."""
+SUMMARY = {"boom": "ValueError: bad row 42", "quiet": "command exited with code 1"}
 
 
 def ready(browser: Browser, url: str, view: str) -> None:
@@ -90,7 +100,7 @@ def test_the_list_shows_every_workflow_newest_first_with_status_colours(
     rows: list[dict[str, Any]] = browser.eval("""[...document.querySelectorAll('#workflows tr.row')]
         .map(r => ({id: r.dataset.id, status: r.querySelector('.badge').dataset.status,
                     colour: r.querySelector('.badge').style.backgroundColor}))""")
-    assert [r["id"] for r in rows] == [ids["running"], ids["failed"], ids["ok"]]
+    assert [r["id"] for r in rows] == [ids["running"], ids["failed"], ids["ok"], ids["story"]]
     assert rows[1]["status"] == "failed" and rows[1]["colour"] == rgb(FILL["failed"])
     assert rows[2]["status"] == "completed" and rows[2]["colour"] == rgb(FILL["completed"])
     browser.screenshot(shots(tmp_path) / "status-list.png")
@@ -124,6 +134,13 @@ def test_a_running_workflow_tells_started_from_queued_tasks(
     reasons = browser.wait_for("document.querySelector('#panel:not([hidden]) #reasons')"
                                "?.innerText")
     assert "queue 'gpu' has no live worker" in reasons
+    # a queued attempt has not started: no start time, no growing run time
+    times = browser.wait_for("document.querySelector('#panel:not([hidden]) #panel-times')"
+                             "?.innerText")
+    assert times.startswith("queued for ") and "started" not in times and "took" not in times
+    cells = browser.eval("""[...document.querySelector('#tasks tr.row[data-task="render-gpu"]')
+        .querySelectorAll('td')].map(c => c.innerText)""")
+    assert cells[4] == "" and cells[5].startswith("queued for ")
     browser.screenshot(shots(tmp_path) / "status-running.png")
 
 
@@ -169,3 +186,23 @@ def test_a_thousand_task_run_folds_its_wide_layer_and_lists_every_task(
     assert drawn["prepare"]["fill"] == FILL["completed"]
     assert group["text"].startswith("+") and "completed" in group["text"]
     print(f"1,000-task page rendered {render_ms} ms after navigation")
+
+
+def test_a_failed_attempt_reads_the_same_in_the_table_and_the_panel(
+        browser: Browser, live: tuple[Dagq, str, dict[str, str]]) -> None:
+    """One error summary per attempt (issue 31, point 3): the table's detail and the
+    panel's error line are the summary ``dagq status``/``task``/``explain`` show, never
+    the last stdout line or the generic exit line when a better one exists."""
+    _, url, ids = live
+    ready(browser, f"{url}/api/status#/wf/{ids['story']}", "workflow")
+    details = browser.eval("""Object.fromEntries([...document.querySelectorAll('#tasks tr.row')]
+        .map(r => [r.dataset.task, r.querySelector('td.detail').innerText]))""")
+    assert details == SUMMARY
+    for name, line in SUMMARY.items():
+        browser.eval(f"document.querySelector('#tasks tr.row[data-task=\"{name}\"]').click()")
+        shown = browser.wait_for(
+            f"document.querySelector('#panel-task')?.innerText.startsWith({name!r})"
+            " && document.querySelector('#error-line')?.innerText")
+        assert shown == line
+        reasons = browser.eval("document.querySelector('#reasons').innerText")
+        assert "attempt 1 failed" in reasons and line in reasons

@@ -127,7 +127,9 @@ def test_a_store_outage_delays_the_log_but_loses_nothing(
     ("cancelled: the workflow was cancelled", "cancelled: the workflow was cancelled"),
     ("command exited with code 1\nloading\nRuntimeError: CUDA out of memory\n",
      "RuntimeError: CUDA out of memory"),
-    ("command exited with code 2\nusage: train.py [-h]\nplain last line", "plain last line"),
+    # a plain output line is never the summary (issue 31, point 3)
+    ("command exited with code 2\nusage: train.py [-h]\nplain last line",
+     "command exited with code 2"),
     ("command exited with code 1", "command exited with code 1"),
     ("command exited with code 1\ncat: in.csv: No such file or directory\ndone",
      "cat: in.csv: No such file or directory"),

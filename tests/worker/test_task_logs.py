@@ -98,12 +98,13 @@ def test_success_failure_retries_and_why_a_task_did_not_run(stack: Stack) -> Non
     assert "error line: ValueError: bad input 2" in detail
     assert f"dagq logs {wf} boom --all" in detail
 
-    # bad input: clear messages, exit 1, no traceback
-    for args, message in [((wf, "nope"), "has no task 'nope'"),
-                          ((wf, "boom", "--attempt", "7"), "has no attempt 7"),
-                          ((wf, "after"), "has not started yet")]:
+    # bad input: clear messages, the exit codes of dagq.cli.exits, no traceback
+    for args, message, code in [((wf, "nope"), "has no task 'nope'", 5),
+                                ((wf, "boom", "--attempt", "7"), "has no attempt 7", 5),
+                                ((wf, "after"), "never ran", 7)]:
         res = stack.run("logs", *args)
-        assert res.returncode == 1 and message in res.stderr and "Traceback" not in res.stderr
+        assert (res.returncode, "Traceback" in res.stderr) == (code, False), res.stderr
+        assert message in res.stderr, res.stderr
     assert stack.run("logs", wf, "boom", "--all", "--attempt", "1").returncode == 2  # usage
 
     # the worker logged one JSON line per task start and end
@@ -249,6 +250,6 @@ def test_child_logs_are_read_by_child_id_and_prune_removes_everything(stack: Sta
         for kind in ("outputs", "files", "dirs", "inputs", "logs"):
             assert out.list(f"{kind}/{member}/") == [], (kind, member)
     res = stack.run("logs", wf, "hello")
-    assert res.returncode == 1 and "no workflow" in res.stderr
+    assert res.returncode == 5 and "no workflow" in res.stderr
     bad = stack.run("prune", "--older-than", "soon")
     assert bad.returncode == 2 and "'soon' is not an age" in bad.stderr  # a usage error

@@ -31,6 +31,7 @@ from dagq.cli.render import (
     shorten,
     shown_counts,
     shown_status,
+    took_text,
 )
 from dagq.cli.workflow_api import WorkflowAPI
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
@@ -165,9 +166,8 @@ def _add_workflow(client: WorkflowAPI, summary: dict[str, Any], now: float, dept
     hidden = max(0, len(shown) - limit)
     for t in shown[:limit]:
         status = shown_status(t)
-        start, end = t.get("dispatched_at"), t.get("finished_at")
-        took = duration_text((end or now) - start) if start else ""
-        detail = shorten(t.get("error") or t.get("note"), 60)
+        took = took_text(t, now)
+        detail = shorten(t.get("error_line") or t.get("reason") or t.get("note"), 60)
         out.append(Text.from_markup(
             f"{pad}  [{STATUS_COLOURS.get(status, 'white')}]{status:<15}[/] "
             f"{t['name']}  attempt {t['attempt']}  {took}  ", overflow="fold").append(detail))

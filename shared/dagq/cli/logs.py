@@ -11,10 +11,13 @@ import click
 from dagq.cli.common import emit_json, handle_errors, open_client, store_option
 from dagq.cli.exits import TaskNotStarted
 from dagq.cli.logstream import FOLLOW_POLL_S, Style, task_logs, workflow_logs
-from dagq.cli.render import print_table
+from dagq.cli.render import print_table, shown_status
 from dagq.cli.workflow_api import WorkflowAPI
 from dagq.protocol.tasklogs import last_lines
 from dagq.views.task_details import ACTIVE
+
+REUSED = "reused: the result of "
+"""How the note of a task completed with another run's result begins (``engine.seed``)."""
 
 
 def logs_command(workflow_id: str, task: str) -> str:
@@ -48,6 +51,12 @@ def _wait_started(client: WorkflowAPI, workflow_id: str, task: str) -> int:
 
 def _never_ran(workflow_id: str, task: str, info: dict[str, Any]) -> str:
     why = f": {info['reason']}" if info.get("reason") else ""
+    note = info.get("note")
+    if isinstance(note, str) and note.startswith(REUSED):  # dagq rerun --from kept it
+        run, _, rest = note[len(REUSED):].partition("/")
+        name, _, number = rest.rpartition("/")
+        why = (f": {note}; `dagq logs {shlex.quote(run)} {shlex.quote(name)} --attempt "
+               f"{number}` shows what it printed")
     return f"task {task!r} of workflow {workflow_id!r} never ran (status {info['status']}{why})"
 
 
@@ -159,7 +168,7 @@ def task_(ctx: click.Context, workflow_id: str, task: str, as_json: bool,
     if as_json:
         emit_json(info)
         return
-    click.echo(f"{info['name']}: {info['status']} (queue {info['queue']}, "
+    click.echo(f"{info['name']}: {shown_status(info)} (queue {info['queue']}, "
                f"attempt {info['attempt']})")
     for label in ("reason", "error_line"):
         if info.get(label):

@@ -3,6 +3,9 @@
 A whole workflow's lines are prefixed by their task; either can be followed live,
 stamped with times, or printed as JSON lines.
 
+An attempt taken from the cache printed nothing: its place holds one line naming the
+attempt whose result it reused and the command that shows what that one printed.
+
 Stored logs carry no time per line (``dagq.protocol.tasklogs``), so ``--timestamps``
 stamps a line with the time it was read while following, and a line already stored
 when it is read with the start of its attempt (from the attempt's record).
@@ -10,6 +13,7 @@ when it is read with the start of its attempt (from the attempt's record).
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -92,6 +96,26 @@ def _started(info: dict[str, Any], attempt: int) -> float | None:
     return None
 
 
+def _record(info: dict[str, Any], attempt: int) -> dict[str, Any] | None:
+    """The newest history record of ``attempt`` in a task summary, if any."""
+    recs = [r for r in info.get("attempts") or [] if r.get("attempt") == attempt]
+    return recs[-1] if recs else None
+
+
+def cached_note(info: dict[str, Any], attempt: int) -> str | None:
+    """For an attempt taken from the cache, the line that says whose result it is."""
+    rec = _record(info, attempt)
+    source = rec.get("cached_from") if rec is not None and rec.get("result") == "cached" \
+        else None
+    if not isinstance(source, str):
+        return None
+    run, _, rest = source.partition("/")
+    task, _, number = rest.rpartition("/")
+    return (f"attempt {attempt} was taken from the cache: the result of {source} "
+            f"(dagq logs {shlex.quote(run)} {shlex.quote(task)} --attempt {number} shows "
+            "what it printed)")
+
+
 def read_into(client: WorkflowAPI, stream: Stream, *, follow: bool, live: bool,
               tail: Callable[[bytes], bytes] | None = None) -> None:
     """Read what ``stream``'s attempt printed past its offset and print it."""
@@ -121,10 +145,14 @@ def task_logs(client: WorkflowAPI, workflow_id: str, task: str, first: int, last
     while True:
         info = client.task(workflow_id, task)
         if headers and not style.as_json:
-            header(task, n, next((r for r in info.get("attempts") or []
-                                  if r.get("attempt") == n), None))
+            header(task, n, _record(info, n))
         stream = Stream(workflow_id, task, n, style, _started(info, n))
-        read_into(client, stream, follow=follow, live=False, tail=tail)
+        note = cached_note(info, n)
+        if note is not None:
+            stream.feed(note.encode() + b"\n", live=False)
+            stream.finished = True
+        else:
+            read_into(client, stream, follow=follow, live=False, tail=tail)
         while follow and not stream.finished:
             time.sleep(FOLLOW_POLL_S)
             read_into(client, stream, follow=True, live=True)
@@ -163,6 +191,11 @@ def workflow_logs(client: WorkflowAPI, workflow_id: str, *, follow: bool,
                     stream = streams[key] = Stream(workflow_id, key[0], n, shown,
                                                    _started(row, n))
                 if stream.finished:
+                    continue
+                note = cached_note(row, n)
+                if note is not None:
+                    stream.feed(note.encode() + b"\n", live=False)
+                    stream.finished = True
                     continue
                 try:
                     read_into(client, stream, follow=follow, live=follow and stream.reads > 0)

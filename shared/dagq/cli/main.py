@@ -24,6 +24,7 @@ COMMAND_MODULES: dict[str, str] = {
     "coordinator": "services", "worker": "services", "doctor": "services",
     "validate": "submitting", "submit": "submitting", "status": "workflows", "list": "workflows",
     "tasks": "workflows", "output": "workflows", "cancel": "workflows", "retry": "workflows",
+    "plan": "cache", "cache": "cache", "rerun": "rerun",
     "suspend": "steer", "resume": "steer", "delete": "steer",
 }
 """Each ``dagq`` command and the module of ``dagq.cli`` that holds it."""

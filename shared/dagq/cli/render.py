@@ -173,10 +173,28 @@ def print_tasks(tasks: list[dict[str, Any]], now: float | None = None) -> None:
     now = _time.time() if now is None else now
     print_table(["name", "status", "queue", "attempt", "started", "duration", "detail"], [
         [t["name"], shown_status(t), t["queue"], t["attempt"],
-         time_text(t.get("dispatched_at"), now),
-         duration_text(_elapsed(t.get("dispatched_at"), t.get("finished_at"), now)),
-         shorten(detail_text(t, now))]
+         time_text(started_at(t), now), took_text(t, now), shorten(detail_text(t, now))]
         for t in tasks])
+
+
+def started_at(task: dict[str, Any]) -> float | None:
+    """When the task's attempt started as views show it: never for an attempt still
+    queued or waiting (it has been dispatched, not started)."""
+    return None if shown_status(task) in ("queued", "waiting") else task.get("dispatched_at")
+
+
+def took_text(task: dict[str, Any], now: float) -> str:
+    """The duration column: ``queued for 44s`` for a queued attempt, ``due in 12s`` for
+    a waiting one (no growing run time for an attempt that has not started), else how
+    long it ran (or has been running)."""
+    shown = shown_status(task)
+    due, sent = task.get("due_at"), task.get("dispatched_at")
+    if shown == "queued":
+        since = due or sent
+        return f"queued for {duration_text(max(now - since, 0.0))}" if since else "queued"
+    if shown == "waiting":
+        return f"due in {duration_text(max(due - now, 0.0))}" if due else "waiting"
+    return duration_text(_elapsed(sent, task.get("finished_at"), now))
 
 
 def detail_text(task: dict[str, Any], now: float) -> str:

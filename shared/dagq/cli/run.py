@@ -16,11 +16,11 @@ from rich.live import Live
 from rich.text import Text
 
 from dagq.cli.common import handle_errors, refuse_remote, settings_from, store_option
-from dagq.cli.definitions import anchor_cwd, read_definition
+from dagq.cli.definitions import no_cache_option, prepared
 from dagq.cli.exits import INTERRUPTED, OUTCOMES
 from dagq.cli.hints import Hinter
 from dagq.cli.logs import failure_lines
-from dagq.cli.params import param_option, with_params
+from dagq.cli.params import param_option
 from dagq.cli.render import STATUS_COLOURS
 from dagq.client import WorkflowClient
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
@@ -47,23 +47,25 @@ INTERRUPTED_CLOSE_S = 0.5
 @click.option("--json", "as_json", is_flag=True,
               help='At the end print {"id","status","counts","elapsed_s"} (and no id first).')
 @param_option
+@no_cache_option
 @store_option
 @click.pass_context
 @handle_errors
 def run(ctx: click.Context, file: str, workflow_id: str | None, workers: int,
-        processors: tuple[str, ...], params: tuple[str, ...], as_json: bool,
+        processors: tuple[str, ...], params: tuple[str, ...], no_cache: bool, as_json: bool,
         store: str | None) -> None:
     """Run FILE to the end with live progress; exit 0 if it completed, 1 if it failed, 3
     if it was cancelled. Ctrl-C cancels it (exit 130); a second Ctrl-C kills its tasks."""
     refuse_remote(ctx, "dagq run", "dagq --api URL submit FILE --watch")
     settings = settings_from(ctx, store)
     processor_kinds(processors)  # their task kinds, before the definition is validated
-    defn = anchor_cwd(with_params(read_definition(file), params), file)
+    defn = prepared(file, params, no_cache=no_cache)
     backend = backend_from_settings(settings)
     client = WorkflowClient(backend)
     runtime = LocalRuntime(backend, settings, queues_of(defn), workers,
                            children=WorkflowClient(backend), processors=processors)
     wf_id = client.submit(defn, workflow_id=workflow_id).id
+    runtime.only([wf_id])  # its workers run this workflow's tasks, no one else's
     if not as_json:
         click.echo(wf_id)
     presses: list[float] = []

@@ -12,8 +12,14 @@ import sys
 
 import click
 
-from dagq.cli.common import emit_json, handle_errors, open_client, remote, store_backend, \
-    store_option
+from dagq.cli.common import (
+    emit_json,
+    handle_errors,
+    open_client,
+    remote,
+    store_backend,
+    store_option,
+)
 from dagq.cli.exits import ALREADY_FINISHED
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.errors import WorkflowFinished

@@ -16,9 +16,9 @@ from dagq.cli.common import (
     settings_from,
     store_option,
 )
-from dagq.cli.definitions import anchor_cwd, read_definition
+from dagq.cli.definitions import no_cache_option, prepared, read_definition
 from dagq.cli.exits import FAILED, NOT_FOUND, OK
-from dagq.cli.params import param_option, with_params
+from dagq.cli.params import param_option
 from dagq.cli.render import progress_bar
 from dagq.core.transforms import sequentialize_fan_in
 from dagq.errors import DagqError, DefinitionError, MissingFile
@@ -68,6 +68,7 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
               help="Submissions in flight at once [default: 20; 1 on the embedded store, "
                    "whose single writer threads only slow down].")
 @param_option
+@no_cache_option
 @click.option("--wait", "wait_", is_flag=True,
               help="Then wait for the workflows to end (exit codes of `dagq wait`).")
 @click.option("--watch", "watch_", is_flag=True,
@@ -80,8 +81,9 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
 @click.pass_context
 @handle_errors
 def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
-           max_fan_in: int | None, concurrency: int | None, params: tuple[str, ...], wait_: bool,
-           watch_: bool, timeout_s: float | None, as_json: bool, store: str | None) -> None:
+           max_fan_in: int | None, concurrency: int | None, params: tuple[str, ...],
+           no_cache: bool, wait_: bool, watch_: bool, timeout_s: float | None, as_json: bool,
+           store: str | None) -> None:
     """Submit workflow FILES (or paths read from stdin); print one id per line."""
     if wait_ and watch_:
         raise click.UsageError("use either --wait or --watch, not both")
@@ -99,10 +101,10 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
         failed = missing = False
         for path in paths:  # validate everything first: bad input writes nothing
             try:
-                defn = with_params(read_definition(path), params)
+                defn = prepared(path, params, local=not remote(ctx), no_cache=no_cache)
                 if max_fan_in is not None:  # a definition the transform refuses is bad input too
                     sequentialize_fan_in(defn, max_fan_in)
-                defs.append(defn if remote(ctx) else anchor_cwd(defn, path))
+                defs.append(defn)
             except MissingFile as exc:
                 missing = True
                 click.echo(f"error: {exc}", err=True)

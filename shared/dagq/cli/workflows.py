@@ -66,7 +66,7 @@ def print_status_lines(summary: dict[str, Any], page: TaskPage) -> None:
     from rich.console import Console
 
     from dagq.cli.common import iso_time
-    from dagq.cli.render import detail_text, more_note, shown_status
+    from dagq.cli.render import detail_text, more_note, shown_status, started_at
 
     def counts(c: dict[str, int]) -> str:
         return " ".join(f"{k}={v}" for k, v in sorted(c.items()) if v)
@@ -81,7 +81,7 @@ def print_status_lines(summary: dict[str, Any], page: TaskPage) -> None:
               when(c.get("created_at")), when(c.get("updated_at"))]
              for c in summary.get("children") or []]
     rows += [["task", t["name"], shown_status(t), t["queue"], t["attempt"],
-              when(t.get("dispatched_at")), when(t.get("finished_at")),
+              when(started_at(t)), when(t.get("finished_at")),
               detail_text(t, time.time())]
              for t in page.rows]
     print_lines(rows)

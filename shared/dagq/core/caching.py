@@ -25,11 +25,11 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dagq.core import values
-from dagq.core.model import MappedOutputs, OutputRef
+from dagq.core.model import MappedOutputs, OutputRef, WorkflowDef
 from dagq.core.rules import describe
 
 SPEC_KEYS = ("max_age", "version", "params", "files")
@@ -88,7 +88,8 @@ def spec_problems(value: object) -> Iterator[tuple[str, str]]:
             parse_age(value["max_age"])
         except ValueError as exc:
             yield str(exc), "cache.max_age"
-    if "version" in value and not isinstance(value["version"], str | int | float):
+    if "version" in value and (isinstance(value["version"], bool)
+                               or not isinstance(value["version"], str | int | float)):
         yield f"cache.version must be a string, got {describe(value['version'])}", \
             "cache.version"
     for key in ("params", "files"):
@@ -113,6 +114,16 @@ def policy_of(task_value: object, workflow_value: object) -> CachePolicy | None:
     return CachePolicy(parse_age(age) if age is not None else None, str(value.get("version", "")),
                        tuple(value.get("params", ())),
                        files if isinstance(files, Mapping) else None)
+
+
+def without_cache(defn: WorkflowDef) -> WorkflowDef:
+    """``defn`` with the cache off for the workflow and every task, child workflow
+    definitions included (``--no-cache``): nothing is looked up and no result is stored."""
+    return replace(defn, cache=False, tasks=tuple(
+        replace(t, cache=False, workflow=replace(t.workflow, definition=without_cache(
+            t.workflow.definition)))
+        if t.workflow is not None and t.workflow.definition is not None
+        else replace(t, cache=False) for t in defn.tasks))
 
 
 def digest(value: Any) -> str:

@@ -45,6 +45,7 @@ from dagq.core.engine.graph import (
 )
 from dagq.core.engine.state import WorkflowState
 from dagq.core.engine.types import child_workflow_id
+from dagq.core.error_summary import error_summary
 from dagq.core.folding import describe, folded_phase, folded_status, instances_with, status_counts
 from dagq.core.mapping import item_text
 
@@ -303,8 +304,8 @@ def _short(text: str, limit: int = 80) -> str:
 
 
 def _first_line(text: str | None) -> str:
-    lines = (text or "no error message").strip().splitlines()
-    return lines[0] if lines else "no error message"
+    """The attempt's error summary (the same line every view shows)."""
+    return error_summary(text) or "no error message"
 
 
 __all__ = ["PHASES", "Explanation", "Facts", "dispatch_key", "explain", "phase_of", "phases"]

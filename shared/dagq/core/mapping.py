@@ -61,6 +61,13 @@ def _step(value: Any, step: str | int, where: str) -> Any:
     raise MapError(f"map over {where}: {describe(value)} has no index {step}")
 
 
+def _small(item: Any) -> bool:
+    """True for an item that is surely within ``MAX_ITEM_BYTES`` without encoding it."""
+    if item is None or isinstance(item, bool | int | float):
+        return not isinstance(item, int) or abs(item) < 10 ** 1000
+    return isinstance(item, str) and len(item) * 12 + 2 <= MAX_ITEM_BYTES
+
+
 class MapError(ValueError):
     """Raised when a map's items cannot be read (the head task fails with the message)."""
 
@@ -169,6 +176,8 @@ def read_items(spec: MapSpec, inputs: Mapping[str, Any], params: Mapping[str, An
                        f"({spec.max_items:,}); raise map.max_items (up to "
                        f"{MAX_ITEMS_LIMIT:,}) or split the list")
     for j, item in enumerate(value):
+        if _small(item):
+            continue
         size = len(json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode())
         if size > MAX_ITEM_BYTES:
             raise MapError(f"map over {where}: item {j} is {size:,} bytes of JSON, more than "

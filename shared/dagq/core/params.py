@@ -23,6 +23,7 @@ for the literal text ``{params.NAME}``. Pure: no I/O.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,7 +32,7 @@ from typing import Any
 
 from dagq.core.model import WorkflowDef
 from dagq.core.rules import MAX_NESTING, describe, json_problems
-from dagq.core.shell_context import PLACEHOLDER_RE, Slot, quote, scan
+from dagq.core.shell_context import PLACEHOLDER_RE, Piece, Slot, quote, scan
 from dagq.errors import DefinitionError, Problem
 
 TYPES: dict[str, tuple[type, ...]] = {
@@ -276,9 +277,11 @@ def render_cmd(cmd: str, params: Mapping[str, Any]) -> str:
     ``/bin/sh -c`` reads it as the value's text (``ValueError`` where it cannot)."""
     if "{params." not in cmd:
         return cmd
+    present = frozenset(m.group(2) for m in _REF_RE.finditer(cmd)
+                        if m.group(2) is not None and m.group(2) in params)
     many = "\n" in cmd.strip("\n")
     out = []
-    for piece in scan(cmd, params):
+    for piece in _scanned(cmd, present):
         if isinstance(piece, str):
             out.append(piece)
             continue
@@ -286,6 +289,13 @@ def render_cmd(cmd: str, params: Mapping[str, Any]) -> str:
             raise ValueError(f"kwargs.cmd: {_refusal(piece, many)}")
         out.append(quote(_text(params, piece.name, "cmd"), piece.context))
     return "".join(out)
+
+
+@functools.lru_cache(maxsize=512)
+def _scanned(cmd: str, present: frozenset[str]) -> tuple[Piece, ...]:
+    """``scan(cmd, present)``, kept per template: every instance of a mapped task (and
+    every dispatch of a task with parameters) has the same command template."""
+    return tuple(scan(cmd, present))
 
 
 def _process_text(text: str, params: Mapping[str, Any], field: str) -> str:

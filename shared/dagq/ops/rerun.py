@@ -65,8 +65,8 @@ def rerun(client: Submitter, workflow_id: str, *, from_task: str | None = None,
         raise NotFinished(f"workflow {workflow_id} is {state.status}; wait for it to end "
                           "(or cancel it) before running it again")
     defn = state.definition
-    if from_task is None:
-        return client.submit(defn, workflow_id=new_id)
+    if from_task is None:  # a stored definition's tasks are decoded lazily: a tuple again
+        return client.submit(replace(defn, tasks=tuple(defn.tasks)), workflow_id=new_id)
     g = state.graph
     if from_task not in g.index or g.index[from_task] >= g.n_static:
         raise TaskNotFound(f"workflow {workflow_id} has no task {from_task!r}; --from names "

@@ -4,7 +4,10 @@ A workflow's footprint is its index row, its state, its attempt records (partiti
 ``attempts~{id}``) and its objects in the output store: outputs, stashed files, synced
 directories, large inputs and task logs (``{kind}/{id}/...``). Child workflows go with
 their parent. Nothing expires by itself: ``dagq prune --older-than`` removes finished
-workflows whose last update is older than the given age.
+workflows whose last update is older than the given age. Task cache entries
+(``dagq.protocol.cache``) are not part of a run's footprint: they keep their own copy of
+a large output (under ``cache/``), so they stay valid when their source run is
+removed; ``prune(..., cache=True)`` removes the entries those runs made as well.
 
 Deletion runs from the leaves up and removes the index row last, so an interrupted
 prune leaves the workflow listed and the next prune finishes it.
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.ports import Backend, IndexRow
+from dagq.protocol import cache as task_cache
 from dagq.protocol.attempts import partition
 
 OBJECT_KINDS = ("outputs", "files", "dirs", "inputs", "logs")
@@ -44,6 +48,7 @@ class Removed:
     workflows: int = 0
     objects: int = 0
     records: int = 0
+    cache_entries: int = 0
 
 
 def delete_workflow(backend: Backend, workflow_id: str, removed: Removed | None = None) -> Removed:
@@ -91,13 +96,27 @@ def expired(backend: Backend, older_than_s: float, now: float) -> Iterator[Index
 
 
 def prune(backend: Backend, older_than_s: float, now: float,
-          dry_run: bool = False) -> tuple[list[str], Removed]:
+          dry_run: bool = False, cache: bool = False) -> tuple[list[str], Removed]:
     """Remove (or with ``dry_run`` only list) finished workflows older than the age,
-    with their children; the ids of the top-level workflows and what was removed."""
+    with their children (and with ``cache`` the cache entries they made); the ids of
+    the top-level workflows and what was removed (or would be)."""
     ids = [r.id for r in expired(backend, older_than_s, now)]
     removed = Removed()
+    if cache:
+        made = made_by(backend, ids)
+        removed.cache_entries = len(made)
+        if not dry_run:  # entries first: an interrupted prune finds them again
+            for entry in made:
+                task_cache.delete(backend, entry)
     if not dry_run:
         for wf in ids:
             for member in _family(backend, wf):
                 delete_workflow(backend, member, removed)
     return ids, removed
+
+
+def made_by(backend: Backend, ids: list[str]) -> list[task_cache.Entry]:
+    """The cache entries whose source run is one of ``ids`` or a child workflow of one."""
+    roots = set(ids)
+    return [e for e in task_cache.entries(backend)
+            if e.workflow_id.split("~", 1)[0] in roots]

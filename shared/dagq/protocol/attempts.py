@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from dagq.core.error_summary import error_summary
 from dagq.errors import DagqError
 from dagq.ports import Records
 
@@ -45,38 +46,12 @@ def record_key(task: str, attempt: int, run_id: int) -> str:
 
 
 def first_line(error: str | None) -> str | None:
-    """The line of an error that says most: the first one that is not a generic
-    "command exited with code N" header when a more specific line follows."""
-    if not error:
-        return None
-    lines = [ln.strip() for ln in error.splitlines() if ln.strip()]
-    if not lines:
-        return None
-    head, rest = lines[0], lines[1:]
-    if not rest:
-        return head
-    if " was killed by signal " in head:  # e.g. out of memory: the output rarely says it
-        return _error_like(rest) or head
-    if " exited with code " in head:  # the program's last words usually say why
-        return _error_like(rest) or rest[-1]
-    return head
-
-
-_ERROR_WORDS = ("error", "exception", "fatal", "killed", "failed", "denied", "not found",
-                "no such file", "cannot", "can't", "unable")
-
-
-def _error_like(lines: list[str]) -> str | None:
-    """The last line that reads like an error message (tracebacks end with one)."""
-    for ln in reversed(lines):
-        low = ln.lower()
-        if any(w in low for w in _ERROR_WORDS):
-            return ln
-    return None
+    """The attempt's one error summary (``dagq.core.error_summary``)."""
+    return error_summary(error)
 
 
 def error_fields(error: str | None) -> dict[str, Any]:
-    """``error`` (the meaningful line) and ``error_tail`` of a record."""
+    """``error`` (the attempt's error summary) and ``error_tail`` of a record."""
     if not error:
         return {"error": None, "error_tail": None}
     return {"error": first_line(error), "error_tail": error[-ERROR_TAIL:]}

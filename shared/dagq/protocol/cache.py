@@ -6,12 +6,16 @@ Records live in partition ``cache`` keyed by the cache key (``dagq.core.caching`
     {"key", "task", "workflow", "workflow_id", "attempt", "created_at", "digest",
      "output" | "ref": [name, md5, size], "components": {...}}
 
-An output of up to ``INLINE_BYTES`` of JSON is kept in the record; a larger one is copied
-to ``cache/{key}.json`` in output storage (never a run's own object: pruning a run keeps
-its cache entries whole). ``digest`` is the MD5 of the canonical output bytes and is
-checked on every use: an entry that is corrupt, cut short or missing its object is a
-miss, never a failure. The first writer of a key wins (``"*new"``); a second run that
-computed the same key keeps its own result and the entry stays as it was.
+An output of up to ``INLINE_BYTES`` of JSON is kept in the record, as its canonical text
+(a store may reorder an object's keys, and the digest is of the bytes); a larger one is
+copied to ``cache/{key}/{run}/{task}.{attempt}.json`` in output storage (never a run's
+own object: pruning a run keeps its cache entries whole; and a hit copies it into the
+run that uses it, so clearing the cache leaves finished runs whole). ``digest`` is the
+MD5 of the canonical output bytes and is checked on every use: an entry that is corrupt,
+cut short or missing its object is a miss, never a failure. The first writer of a key
+wins (``"*new"``); a second run that computed the same key keeps its own result and the
+entry stays as it was, unless the entry is not usable (corrupt, or older than the
+writer's ``max_age``): then the writer replaces it under its ETag.
 
 A second partition per workflow name, ``cache~{name}``, keyed ``{task}/{created_ms}``,
 points at the entries a task of that workflow made, newest last: ``dagq plan`` compares
@@ -27,8 +31,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dagq.core import values
+from dagq.core.limits import utf16_bytes
 from dagq.core.model import OutputRef
-from dagq.errors import AlreadyExists, DagqError, NotFound
+from dagq.core.paths import segment
+from dagq.errors import AlreadyExists, DagqError, NotFound, PreconditionFailed
 from dagq.ports import Backend
 from dagq.protocol.messages import CompletionMessage, TaskMessage
 from dagq.protocol.outputs import fetch_verified
@@ -39,6 +45,9 @@ PARTITION = "cache"
 INLINE_BYTES = 8 * 1024
 """Largest output kept inside an entry (Azure Table string properties hold 64 KiB of
 UTF-16, and an entry holds its key components too)."""
+RECORD_BYTES = 60 * 1024
+"""Largest record written, counted as Azure Table Storage counts a string property
+(UTF-16 bytes, 64 KiB at most): a larger one keeps its output in output storage."""
 MAX_COMPONENT_BYTES = 16 * 1024
 """Components larger than this keep one digest for all inputs instead of one each."""
 
@@ -48,9 +57,11 @@ def task_partition(workflow: str) -> str:
     return f"cache~{workflow}"
 
 
-def object_name(key: str) -> str:
-    """Where an entry's large output is stored."""
-    return f"cache/{key}.json"
+def object_name(key: str, workflow_id: str, task: str, attempt: int) -> str:
+    """Where the large output of the entry of ``key`` written by one attempt is stored
+    (each writer its own: a second writer of a key never touches the first's bytes;
+    two tasks of one run may share a key, so the task is part of the name)."""
+    return f"cache/{key}/{segment(workflow_id)}/{segment(task)}.{attempt}.json"
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,8 @@ class Entry:
     """Where a large output is kept."""
     components: dict[str, Any] = field(default_factory=dict)
     """The key's components (``dagq.core.caching.components``)."""
+    data: bytes | None = field(default=None, compare=False, repr=False)
+    """The verified bytes of a large output, when ``lookup`` read them."""
 
     def source(self) -> str:
         """``run/task/attempt`` the result came from."""
@@ -91,17 +104,19 @@ class Entry:
             "components": self.components}
         if self.ref is not None:
             out["ref"] = [self.ref.name, self.ref.md5, self.ref.size]
-        else:
-            out["output"] = self.output
+        elif self.output is not None:  # as text: a store may reorder an object's keys
+            out["output_json"] = values.dumps(self.output).decode()
         return out
 
     @staticmethod
     def from_json(raw: dict[str, Any]) -> Entry:
         """An entry from its record; ``KeyError``/``TypeError``/``ValueError`` if malformed."""
         ref = raw.get("ref")
+        text = raw.get("output_json")
+        output = json.loads(text) if isinstance(text, str) else raw.get("output")
         return Entry(str(raw["key"]), str(raw["task"]), str(raw["workflow"]),
                      str(raw["workflow_id"]), int(raw["attempt"]), float(raw["created_at"]),
-                     str(raw["digest"]), raw.get("output"),
+                     str(raw["digest"]), output,
                      OutputRef(str(ref[0]), str(ref[1]), int(ref[2])) if ref else None,
                      dict(raw.get("components") or {}))
 
@@ -113,25 +128,57 @@ def output_digest(value: Any) -> str:
     return hashlib.md5(values.dumps(value), usedforsecurity=False).hexdigest()
 
 
-def save(backend: Backend, entry: Entry, data: bytes | None = None) -> bool:
-    """Store ``entry`` unless its key is already taken; ``data`` (the canonical output
-    bytes) goes to output storage when larger than ``INLINE_BYTES``. True if stored."""
-    if data is not None and len(data) > INLINE_BYTES:
-        name = object_name(entry.key)
-        entry = replace(entry, output=None,
-                        ref=OutputRef(name, backend.outputs.put(name, data), len(data)))
+def save(backend: Backend, entry: Entry, data: bytes | None = None,
+         max_age_s: float | None = None) -> bool:
+    """Store ``entry`` unless its key holds a usable entry already (the first writer
+    wins); an entry there that is corrupt, or older than ``max_age_s``, is replaced.
+    ``data`` (the canonical output bytes) goes to output storage, under a name of this
+    writer's own, when the record would not hold it. True if stored."""
     comps = entry.components
     if len(json.dumps(comps)) > MAX_COMPONENT_BYTES:
         comps = {**comps, "inputs": {"*": hashlib.sha256(json.dumps(
             comps.get("inputs"), sort_keys=True).encode()).hexdigest()[:32]}}
         entry = replace(entry, components=comps)
-    try:
-        backend.records.put(PARTITION, entry.key, entry.to_json(), etag="*new")
-    except AlreadyExists:
+    if data is not None and (len(data) > INLINE_BYTES or _record_bytes(entry) > RECORD_BYTES):
+        name = object_name(entry.key, entry.workflow_id, entry.task, entry.attempt)
+        entry = replace(entry, output=None,
+                        ref=OutputRef(name, backend.outputs.put(name, data), len(data)))
+    if not _put_first(backend, entry, max_age_s):
+        if entry.ref is not None:  # the winner's object is its own: drop this one
+            backend.outputs.delete(entry.ref.name)
         return False
     backend.records.put(task_partition(entry.workflow),
                         f"{entry.task}/{round(entry.created_at * 1000):013d}",
                         {"key": entry.key, "components": comps})
+    return True
+
+
+def _record_bytes(entry: Entry) -> int:
+    """The size of ``entry``'s record the way Azure Table Storage counts it (UTF-16)."""
+    return utf16_bytes(json.dumps(entry.to_json(), sort_keys=True))
+
+
+def _put_first(backend: Backend, entry: Entry, max_age_s: float | None) -> bool:
+    """Create the record, or replace one that is not usable (under its ETag)."""
+    try:
+        backend.records.put(PARTITION, entry.key, entry.to_json(), etag="*new")
+        return True
+    except AlreadyExists:
+        pass
+    try:
+        raw, etag = backend.records.get(PARTITION, entry.key)
+    except NotFound:
+        return False
+    if lookup(backend, entry.key, entry.created_at, max_age_s) is not None:
+        return False  # a usable entry is there: it stays
+    try:
+        backend.records.put(PARTITION, entry.key, entry.to_json(), etag=etag)
+    except (PreconditionFailed, NotFound):
+        return False
+    old = raw.get("ref") if isinstance(raw, dict) else None
+    if isinstance(old, list) and old and isinstance(old[0], str) and (
+            entry.ref is None or old[0] != entry.ref.name):
+        backend.outputs.delete(old[0])  # the replaced entry's own object
     return True
 
 
@@ -151,8 +198,9 @@ def lookup(backend: Backend, key: str, now: float, max_age_s: float | None) -> E
         return None
     try:
         if entry.ref is not None:
-            got = hashlib.md5(fetch_verified(backend, entry.ref),
-                              usedforsecurity=False).hexdigest()
+            data = fetch_verified(backend, entry.ref)
+            got = hashlib.md5(data, usedforsecurity=False).hexdigest()
+            entry = replace(entry, data=data)
         else:
             got = output_digest(entry.output)
     except (DagqError, NotFound) as exc:
@@ -201,18 +249,20 @@ def remember(backend: Backend, task: TaskMessage, done: CompletionMessage,
     if info is None or not done.success or done.cached:
         return
     try:
+        output = done.output
         if done.output_ref is not None:
             data: bytes | None = fetch_verified(backend, done.output_ref)
             digest = done.output_ref.md5
+            assert data is not None
+            output = values.loads(data) if len(data) <= INLINE_BYTES else None
         else:
             data = values.dumps(done.output) if done.output is not None else None
             digest = output_digest(done.output)
         entry = Entry(str(info["key"]), task.task, str(info.get("workflow", "")),
-                      task.workflow_id, task.attempt, now, digest, done.output, None,
+                      task.workflow_id, task.attempt, now, digest, output, None,
                       dict(info.get("components") or {}))
-        if data is not None and len(data) > INLINE_BYTES:
-            entry = replace(entry, output=None)
-        save(backend, entry, data)
+        age = info.get("max_age_s")
+        save(backend, entry, data, float(age) if isinstance(age, int | float) else None)
     except (DagqError, OSError, KeyError, TypeError, ValueError) as exc:
         log.warning("%s: the result could not be stored in the cache (%s); a later run "
                     "will compute it again", task.key, exc)

@@ -48,6 +48,14 @@ def task_message_id(dispatch_key: str) -> str:
     return bounded(dispatch_key)
 
 
+def task_id_prefixes(workflow_id: str) -> tuple[str, ...]:
+    """What the ids of the task messages of ``workflow_id`` and of its child workflows
+    (``{id}~task~attempt``, ``dagq.core.engine.child_workflow_id``) start with, a long id
+    cut where ``bounded`` keeps it (a receive filter of ``dagq run``'s workers)."""
+    keep = MAX_ID_LENGTH - _DIGEST - 1
+    return tuple(dict.fromkeys(f"{workflow_id}{sep}"[:keep] for sep in ("/", "~")))
+
+
 def resent_id(dispatch_key: str, at: float) -> str:
     """Id of a copy of a lost task message sent again at ``at``: a fresh id, because
     queues that drop repeated ids (Service Bus, the embedded store) would drop it."""

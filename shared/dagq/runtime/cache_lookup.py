@@ -5,7 +5,9 @@ The key is computed from what the task message would carry (``dagq.core.caching`
 miss sends the message with the key, and the worker that runs it stores its result
 (``dagq.protocol.cache.save``). A hit costs one record read (plus one object read when
 the output is large); the completion it sends names the run the result came from, and
-an attempt record with result ``cached`` keeps it in the task's history.
+an attempt record with result ``cached`` keeps it in the task's history. A large cached
+output is copied into the run (one more write), so the run never depends on the cache
+entry staying.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dagq.core import engine
+from dagq.core import engine, paths
 from dagq.core.caching import cache_key, components, policy_of
 from dagq.core.engine.state import WorkflowState
+from dagq.core.model import OutputRef
 from dagq.ports import Backend
 from dagq.protocol import attempts, cache, names
 from dagq.protocol.messages import CompletionMessage
+from dagq.protocol.outputs import fetch_verified
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ class CacheLookup:
         parts = components(policy, kwargs, defn.params, inputs, d.queue, item)
         key = cache_key(parts)
         entry = cache.lookup(self.backend, key, self.clock(), policy.max_age_s)
-        field = {"key": key, "components": parts, "workflow": defn.name}
+        field = {"key": key, "components": parts, "workflow": defn.name,
+                 "max_age_s": policy.max_age_s}
         return field, Hit(entry) if entry is not None else None
 
     def answer(self, state: WorkflowState, d: engine.Dispatch, hit: Hit) -> None:
@@ -58,6 +63,11 @@ class CacheLookup:
         task's history."""
         e, now = hit.entry, self.clock()
         source = e.source()
+        ref = e.ref
+        if ref is not None:  # the run gets its own copy: clearing the cache leaves it whole
+            data = e.data if e.data is not None else fetch_verified(self.backend, ref)
+            name = paths.output_name(state.workflow_id, d.task, d.attempt)
+            ref = OutputRef(name, self.backend.outputs.put(name, data), len(data))
         self.backend.records.put(attempts.partition(state.workflow_id),
                                  attempts.record_key(d.task, d.attempt, round(now * 1000)), {
             "task": d.task, "attempt": d.attempt, "run_id": round(now * 1000),
@@ -65,7 +75,7 @@ class CacheLookup:
             "result": "cached", "cached_from": source, "cache_key": e.key,
             "exit_code": None, "signal": None, "error": None, "released": False})
         body = CompletionMessage(state.workflow_id, d.task, d.attempt, success=True,
-                                 output=e.output, output_ref=e.ref, worker="cache",
+                                 output=e.output, output_ref=ref, worker="cache",
                                  duration_s=0.0, cached=source).encode()
         self.backend.queues.get(names.COMPLETIONS).send(
             body, message_id=names.done_id(d.key), session_id=names.session_id(state.workflow_id))

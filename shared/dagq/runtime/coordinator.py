@@ -56,7 +56,7 @@ class Coordinator:
                                   index_interval=settings.index_interval)
         self.control = Control(backend, clock)
         self.completions = backend.queues.get(COMPLETIONS)
-        self.sender = OutboxSender(backend, children)
+        self.sender = OutboxSender(backend, children, clock)
         self.committer = Committer(backend, self.writer, self.sender, children=children,
                                    settings=settings, counts=self.stats.counts, clock=clock)
         self.sweeper = Sweeper(backend, self.writer, self.committer, control=self.control,

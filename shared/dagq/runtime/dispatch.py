@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -51,10 +51,11 @@ messages in memory at once."""
 class OutboxSender:
     """Sends outbox entries of a state that was just written."""
 
-    def __init__(self, backend: Backend, children: ChildWorkflows) -> None:
+    def __init__(self, backend: Backend, children: ChildWorkflows,
+                 clock: Callable[[], float] = time.time) -> None:
         self.backend = backend
         self.children = children
-        self.cache = CacheLookup(backend)
+        self.cache = CacheLookup(backend, clock)
 
     def send(self, state: WorkflowState, entries: Iterable[engine.OutboxEntry]) -> set[str]:
         """Send every entry; returns the keys sent."""

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections.abc import Iterable
 
 from dagq.config import Settings
 from dagq.core.model import WorkflowDef
 from dagq.ports import Backend, ChildWorkflows
+from dagq.protocol import names
 from dagq.runtime.coordinator import Coordinator
 from dagq.worker.builtin import default_processors, load_processor
 from dagq.worker.runtime import Worker
+
+log = logging.getLogger("dagq.run")
 
 
 def queues_of(defn: WorkflowDef) -> set[str]:
@@ -44,6 +49,22 @@ class LocalRuntime:
         self.threads += [threading.Thread(target=w.run, kwargs={"install_signals": False},
                                           name=f"dagq-worker-{w.queue_name}", daemon=True)
                          for w in self.workers]
+
+    def only(self, workflow_ids: Iterable[str]) -> None:
+        """Before ``start``: the workers take only the tasks of ``workflow_ids`` and of
+        their child workflows, never other workflows' tasks waiting on the same queues of
+        the store. The embedded store filters in its receive query (nothing else is
+        delivered, so nothing is released again and again); a queue that cannot filter
+        is served whole, with a warning."""
+        prefixes = [p for wf in workflow_ids for p in names.task_id_prefixes(wf)]
+        for w in self.workers:
+            narrow = getattr(w.queue, "only", None)
+            if narrow is None:
+                log.warning("queue %r of this store cannot be filtered: the workers of dagq "
+                            "run may also run other workflows' tasks queued on it",
+                            w.queue_name)
+                continue
+            w.queue = narrow(prefixes)
 
     def start(self) -> None:
         """Start every thread."""

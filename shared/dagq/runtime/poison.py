@@ -20,6 +20,7 @@ import logging
 from dataclasses import replace
 
 from dagq.core import engine, values
+from dagq.core.error_summary import clip_error
 from dagq.outage import TRANSIENT
 from dagq.protocol import names
 from dagq.protocol.messages import CompletionMessage, CompletionQueueMessage, attempt_named_in
@@ -29,12 +30,13 @@ from dagq.runtime.states import StateWriter
 log = logging.getLogger("dagq.coordinator")
 
 MAX_ERROR_CHARS = 4000
-"""Longest error text kept from a completion (the tail is kept: it says the most)."""
+"""Longest error text kept from a completion (its header and its end are kept: what
+its error summary reads, ``dagq.core.error_summary``)."""
 
 
 def clean_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """``text`` as valid UTF-8 and at most ``limit`` characters."""
-    return values.utf8_text(text, limit)
+    """``text`` as valid UTF-8 and at most ``limit`` characters (header and end kept)."""
+    return values.utf8_text(clip_error(text, limit), limit)
 
 
 def screen(item: CompletionQueueMessage) -> CompletionQueueMessage:

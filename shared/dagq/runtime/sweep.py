@@ -132,6 +132,7 @@ class Sweeper:
                     continue
                 if isinstance(body, Hit):  # cached since: answer it from there
                     self.sender.cache.answer(state, d, body)
+                    self.lost_resent[d.key] = now  # answered: not again next sweep
                     continue
                 self.backend.queues.get(d.queue).send(
                     body, message_id=names.resent_id(d.key, now))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dagq.core.engine.state import WorkflowState
-from dagq.protocol.attempts import first_line
+from dagq.core.error_summary import error_summary
 
 _BAD = ("failed", "upstream_failed", "cancelled")
 ACTIVE = ("pending", "ready", "running")
@@ -34,9 +34,10 @@ def reason(state: WorkflowState, name: str, status: str, note: str | None) -> st
 
 def enrich(summary: dict[str, Any], state: WorkflowState,
            history: list[dict[str, Any]]) -> dict[str, Any]:
-    """``summary`` (one task of ``dagq tasks --json``) with ``error_line``, ``reason``
-    and ``attempts`` added."""
-    summary["error_line"] = first_line(summary.get("error"))
+    """``summary`` (one task of ``dagq tasks --json``) with ``error_line`` (the
+    attempt's error summary, ``dagq.core.error_summary``), ``reason`` and ``attempts``
+    added."""
+    summary["error_line"] = error_summary(summary.get("error"))
     summary["reason"] = reason(state, summary["name"], summary["status"], summary.get("note"))
     summary["attempts"] = history
     return summary

@@ -63,6 +63,22 @@ function took(start, end) {  // end null: still going
   return `${Math.floor(s / 3600)}h${String(Math.floor(s % 3600 / 60)).padStart(2, "0")}m`;
 }
 
+function notStarted(t) { return ["queued", "waiting"].includes(shown(t)); }
+
+function duration(t) {  // a queued or waiting attempt has not started: no run time
+  const s = shown(t);
+  if (s === "queued") {
+    const since = t.due_at || t.dispatched_at;
+    return since ? `queued for ${took(since, null)}` : "queued";
+  }
+  if (s === "waiting") return t.due_at ? `due in ${took(Date.now() / 1000, t.due_at)}` : "waiting";
+  return took(t.dispatched_at, t.finished_at);
+}
+
+function detail(t) {  // the same detail as the CLI: the error summary first
+  return String(t.error_line || t.reason || t.error || t.note || "").split("\n")[0];
+}
+
 function counts(c) {
   return el("span", {}, ...Object.entries(c || {}).filter(([, n]) => n)
     .map(([s, n]) => el("span", { class: "count" }, badge(s), ` ${n} `)));
@@ -131,11 +147,11 @@ async function workflowView(id, gen) {
   let members = null;  // names of a clicked group box
   const unfolded = new Map();  // mapped task -> {offset, rows, total} of its listed instances
   const cells = (t, name) => [el("td", {}, name), el("td", {}, badge(shown(t))),
-    el("td", {}, t.queue), el("td", {}, t.attempt), el("td", {}, when(t.dispatched_at)),
-    el("td", {}, took(t.dispatched_at, t.finished_at))];
+    el("td", {}, t.queue), el("td", {}, t.attempt),
+    el("td", {}, notStarted(t) ? "" : when(t.dispatched_at)), el("td", {}, duration(t))];
   const taskRow = (t, cls = "row") => el("tr", { class: cls, "data-task": t.name,
     onclick: () => openTask(id, t.name) }, ...cells(t, t.name),
-    el("td", { class: "detail" }, (t.error || t.note || "").split("\n")[0]));
+    el("td", { class: "detail" }, detail(t)));
   const mapRows = (t) => {  // a mapped task: one folded row, then its instances if unfolded
     const open = unfolded.get(t.name);
     const items = t.map.items === null ? "?" : t.map.items;
@@ -237,10 +253,12 @@ async function openTask(id, name, quiet = false) {
     { length: t.attempt }, (_, k) => el("button", { onclick: () => showLogs(base, k + 1, logs) }, k + 1)));
   panel.replaceChildren(close, el("h3", { id: "panel-task" }, name, " ", badge(shown(t))),
     el("div", {}, `queue ${t.queue}, attempt ${t.attempt}`),
-    el("div", {}, `started ${when(t.dispatched_at) || "-"}, took ${took(t.dispatched_at, t.finished_at) || "-"}`),
+    el("div", { id: "panel-times" }, notStarted(t) ? duration(t)
+      : `started ${when(t.dispatched_at) || "-"}, took ${duration(t) || "-"}`),
     t.child ? el("div", {}, "child workflow ", el("a", { href: `#/wf/${encodeURIComponent(t.child)}` }, t.child)) : "",
     el("h4", {}, "why"), el("ul", { id: "reasons" }, ...why.reasons.map((r) => el("li", {}, r))),
-    t.error ? el("div", {}, el("h4", {}, "error"), el("pre", { class: "error" }, t.error)) : "",
+    t.error ? el("div", {}, el("h4", {}, "error"), el("p", { id: "error-line", class: "error" },
+      t.error_line || ""), el("pre", { class: "error" }, t.error)) : "",
     el("h4", {}, "output"), el("pre", { id: "output" }, output === null ? "none"
       : JSON.stringify(output, null, 2).slice(0, 20000)),
     el("h4", {}, "logs"), attempts, logs);

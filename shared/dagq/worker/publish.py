@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from dagq.core import paths, values
+from dagq.core.error_summary import clip_error
 from dagq.core.model import OutputRef
 from dagq.ports import Backend
 from dagq.protocol.messages import CompletionMessage, TaskMessage
@@ -60,16 +61,22 @@ def completion(backend: Backend, task: TaskMessage, success: bool, error: str | 
                 ref = _stash(backend, task, data)
     msg = CompletionMessage(
         task.workflow_id, task.task, task.attempt, success=success, output=output,
-        output_ref=ref, error=values.utf8_text(error, MAX_ERROR_CHARS) if error else None,
+        output_ref=ref, error=_clip(error, MAX_ERROR_CHARS) if error else None,
         worker=worker_id)
     body = msg.encode()
     if len(body) > limit and output is not None:
         msg = replace(msg, output=None, output_ref=_stash(backend, task, values.dumps(output)))
         body = msg.encode()
     if len(body) > limit and msg.error:
-        msg = replace(msg, error=values.utf8_text(msg.error, 500))
+        msg = replace(msg, error=_clip(msg.error, 500))
         body = msg.encode()
     return msg, body
+
+
+def _clip(error: str, limit: int) -> str:
+    """``error`` as valid UTF-8 in ``limit`` characters, its header and end kept (what
+    its error summary reads)."""
+    return values.utf8_text(clip_error(error, limit), limit)
 
 
 def _stash(backend: Backend, task: TaskMessage, data: bytes) -> OutputRef:

@@ -27,7 +27,7 @@ _SEND = (
     "SELECT 1 FROM tombstones WHERE queue = ?1 AND msg_id = ?2 AND deleted_at > ?6) "
     "ON CONFLICT (queue, msg_id) DO NOTHING"
 )
-_NEXT_VISIBLE = "SELECT min(visible_at) FROM messages WHERE queue = ?"
+_NEXT_VISIBLE = "SELECT min(visible_at) FROM messages WHERE queue = ?1"
 _RECEIVE = (
     "UPDATE messages SET visible_at = ?1, delivery_count = delivery_count + 1, "
     "lock = random() WHERE seq IN (SELECT seq FROM messages WHERE queue = ?2 "
@@ -43,6 +43,13 @@ _DEAD_LETTER_HELD = _DEAD_LETTER.replace("WHERE seq = ?1", "WHERE seq = ?1 AND l
 _DELETE = "DELETE FROM messages WHERE seq = ? AND lock = ?"
 _PURGE_EVERY_S = 60.0
 _SLOW_POLL_AFTER_S = 1.0
+
+
+def _match(prefixes: tuple[str, ...], first: int) -> str:
+    """SQL true for a message whose id starts with one of ``prefixes``, bound from
+    parameter ``?{first}`` on (a prefix is compared, never matched as a pattern)."""
+    return " OR ".join(f"substr(msg_id, 1, {len(p)}) = ?{first + k}"
+                       for k, p in enumerate(prefixes))
 
 
 def _parse_receipt(receipt: str) -> tuple[int, int]:
@@ -82,6 +89,25 @@ class SqliteQueue:
         self._window = dedup_window_s
         self._poll = poll_interval_s
         self._next_purge = 0.0
+        self._next_visible, self._receive = _NEXT_VISIBLE, _RECEIVE
+        self._only: tuple[str, ...] = ()
+
+    def only(self, prefixes: Iterable[str]) -> SqliteQueue:
+        """This queue as a receiver of only the messages whose id starts with one of
+        ``prefixes`` (``dagq run``'s workers take only the tasks of their own workflows:
+        ``{id}/`` and ``{id}~``). The filter is part of the receive query, so others'
+        messages are never delivered, released or counted as a delivery, and a wait for
+        messages sleeps on them like on an empty queue. Sending, deleting and the rest
+        are those of the whole queue."""
+        out = SqliteQueue(self.name, self._db, self._stats, max_deliveries=self._max,
+                          dedup_window_s=self._window, poll_interval_s=self._poll)
+        out._only = tuple(prefixes)
+        if not out._only:
+            raise ValueError("only() needs at least one message id prefix")
+        out._next_visible = f"{_NEXT_VISIBLE} AND ({_match(out._only, 2)})"
+        out._receive = _RECEIVE.replace(
+            "AND visible_at <= ?3", f"AND visible_at <= ?3 AND ({_match(out._only, 5)})")
+        return out
 
     def send(self, body: bytes, *, delay_s: float = 0.0, message_id: str | None = None,
              session_id: str | None = None) -> None:
@@ -146,12 +172,13 @@ class SqliteQueue:
     ) -> tuple[list[Message], float | None]:
         """Messages received now, or none and when the next hidden one becomes visible."""
         now = time.time()
-        due = self._db.execute(_NEXT_VISIBLE, (self.name,)).fetchone()[0]
+        due = self._db.execute(self._next_visible, (self.name, *self._only)).fetchone()[0]
         if due is None or due > now:  # read-only check: idle polls take no write lock
             return [], due
         with self._db.write() as c:
             rows = c.execute(
-                _RECEIVE, (now + visibility_timeout_s, self.name, now, max_messages)
+                self._receive,
+                (now + visibility_timeout_s, self.name, now, max_messages, *self._only),
             ).fetchall()
             dead = [r[0] for r in rows if r[3] > self._max]  # r: seq, id, body, count, ...
             if dead:

@@ -36,7 +36,7 @@ class Graph:
     __slots__ = (
         "base_deps", "children", "condition", "delay", "deps", "head", "index", "kind", "maps",
         "max_parallelism", "n_sinks", "n_static", "names", "need", "owned", "pos", "queue",
-        "queue_names", "roots", "sink", "slack", "starts", "tasks", "timeout",
+        "queue_names", "roots", "sink", "slack", "specs", "starts", "tasks", "timeout",
     )
 
     def __init__(self, defn: WorkflowDef, *, check_cycles: bool = True) -> None:
@@ -71,6 +71,7 @@ class Graph:
         """Per instance: its position in the head's items."""
         self.starts: dict[int, int] = {}
         """Per expanded map head: the index of its first instance."""
+        self.specs: dict[int, TaskDef] = {}  # map heads' definitions, built once
         self.owned = False  # True for a copy private to one state (expansions mutate it)
         self.base_deps = self.deps
         """Dependencies as defined (``deps`` after expansions names instances instead)."""
@@ -206,7 +207,13 @@ class Graph:
     def spec(self, i: int) -> TaskDef:
         """The definition of task ``i`` (an instance's is its map head's)."""
         n = self.n_static
-        return self.tasks[i if i < n else self.head[i - n]]
+        if i < n:
+            return self.tasks[i]
+        h = self.head[i - n]
+        spec = self.specs.get(h)
+        if spec is None:  # every instance's message needs it: decode it once
+            spec = self.specs[h] = self.tasks[h]
+        return spec
 
     def copy(self) -> Graph:
         """A copy this state may expand (the compiled graph is shared between states)."""
