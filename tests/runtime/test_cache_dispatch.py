@@ -21,10 +21,12 @@ from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.core import paths
 from dagq.core.model import TERMINAL_WORKFLOW_STATUSES, TaskDef, WorkflowDef
+from dagq.core.paths import dir_prefix
 from dagq.ports import Backend
 from dagq.protocol import attempts, cache
 from dagq.protocol.messages import TaskMessage, decode_task
 from dagq.protocol.outputs import fetch_verified
+from dagq.protocol.synced import list_synced
 from dagq.runtime.coordinator import Coordinator
 from dagq.worker.runtime import Worker
 
@@ -552,3 +554,39 @@ def test_the_requests_of_one_hit(rig: Rig, size: int | None, backend: Backend,
     assert sum(hit.values()) == sum(lookup.values()) + 2 + (1 if size else 0), hit
     assert sorted(hit.values()) == [1] * len(hit), hit  # one request of each kind
     assert sum(miss.values()) == 2, miss  # the record read that misses + the task message
+
+
+# -- synced files ----------------------------------------------------------------------
+
+SYNC = ("mkdir -p out && printf 'w' > out/model.bin && printf 'l' > out/log.txt && "
+        "printf '%s' '{\"ok\": true}' > \"$DAGQ_OUTPUT_FILE\"")
+
+
+def _synced_run(rig: Rig, tmp_path: Path) -> WorkflowDef:
+    return WorkflowDef("sync", (TaskDef("fit", {
+        "cmd": SYNC, "cwd": str(tmp_path),
+        "bg_dirsync_to": {"path": str(tmp_path / "out"), "dest": "ckpt"}}, cache=True),))
+
+
+def test_a_hit_brings_the_files_its_task_synced(rig: Rig, tmp_path: Path) -> None:
+    defn = _synced_run(rig, tmp_path)
+    first = rig.run(defn)
+    (entry,) = cache.entries(rig.backend)
+    assert entry.synced is not None and entry.synced["files"] == 2
+    rig.ran.clear()
+    second = rig.run(defn)
+    assert rig.ran == []  # answered from the cache
+    got = {rel: md5 for rel, _size, md5 in list_synced(rig.backend.outputs, second, "ckpt")}
+    assert got == {rel: md5 for rel, _size, md5 in
+                   list_synced(rig.backend.outputs, first, "ckpt")}
+    assert sorted(got) == ["log.txt", "model.bin"]
+
+
+def test_an_entry_whose_synced_files_are_gone_is_a_miss(rig: Rig, tmp_path: Path) -> None:
+    defn = _synced_run(rig, tmp_path)
+    first = rig.run(defn)
+    for name, _size, _md5 in rig.backend.outputs.list(dir_prefix(first, "ckpt")):
+        rig.backend.outputs.delete(name)  # the source run's files (e.g. pruned)
+    rig.ran.clear()
+    rig.run(defn)
+    assert rig.ran == ["fit"]  # ran again instead of a hit without its files

@@ -72,6 +72,11 @@ def file_name(workflow_id: str, task: str, filename: str) -> str:
     return f"files/{segment(workflow_id)}/{segment(task)}/{segment(filename)}"
 
 
+def files_prefix(workflow_id: str, task: str) -> str:
+    """Common start of the objects a task stashed (``file_name``); ends in ``/``."""
+    return f"files/{segment(workflow_id)}/{segment(task)}/"
+
+
 def dir_prefix(workflow_id: str, name: str) -> str:
     """Common start of the objects of a directory synced as ``name`` (``bg_dirsync_to``);
     ends in ``/``, and no other name's prefix starts with it."""

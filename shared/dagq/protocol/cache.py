@@ -88,6 +88,9 @@ class Entry:
     """Where a large output is kept."""
     components: dict[str, Any] = field(default_factory=dict)
     """The key's components (``dagq.core.caching.components``)."""
+    synced: dict[str, Any] | None = None
+    """The files the task synced or stashed: ``{"prefixes", "files", "digest"}`` (the
+    source run's object prefixes, how many objects, a digest of their names and MD5s)."""
     data: bytes | None = field(default=None, compare=False, repr=False)
     """The verified bytes of a large output, when ``lookup`` read them."""
 
@@ -102,6 +105,8 @@ class Entry:
             "workflow_id": self.workflow_id, "attempt": self.attempt,
             "created_at": self.created_at, "digest": self.digest,
             "components": self.components}
+        if self.synced:
+            out["synced"] = self.synced
         if self.ref is not None:
             out["ref"] = [self.ref.name, self.ref.md5, self.ref.size]
         elif self.output is not None:  # as text: a store may reorder an object's keys
@@ -118,7 +123,8 @@ class Entry:
                      str(raw["workflow_id"]), int(raw["attempt"]), float(raw["created_at"]),
                      str(raw["digest"]), output,
                      OutputRef(str(ref[0]), str(ref[1]), int(ref[2])) if ref else None,
-                     dict(raw.get("components") or {}))
+                     dict(raw.get("components") or {}),
+                     dict(raw["synced"]) if isinstance(raw.get("synced"), dict) else None)
 
 
 def output_digest(value: Any) -> str:
@@ -209,7 +215,36 @@ def lookup(backend: Backend, key: str, now: float, max_age_s: float | None) -> E
     if got != entry.digest:
         log.warning("cache entry %s does not match its digest; running the task instead", key)
         return None
+    if entry.synced and synced_manifest(backend, entry.synced["prefixes"])[1] != \
+            entry.synced.get("digest"):
+        log.warning("cache entry %s: the files its task synced are gone or changed; running "
+                    "the task instead", key)
+        return None
     return entry
+
+
+def synced_manifest(backend: Backend, prefixes: list[str]) -> tuple[int, str]:
+    """How many objects lie under ``prefixes`` and a digest of their names (relative to
+    their prefix) and MD5s."""
+    rows = sorted((k, name[len(prefix):], md5) for k, prefix in enumerate(prefixes)
+                  for name, _size, md5 in backend.outputs.list(prefix))
+    return len(rows), hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:32]
+
+
+def copy_synced(backend: Backend, entry: Entry, prefixes: list[str]) -> int:
+    """Copy the files ``entry``'s task synced into ``prefixes`` (the new run's, in the
+    same order); how many objects were copied."""
+    if not entry.synced:
+        return 0
+    copied = 0
+    for src, dst in zip(entry.synced["prefixes"], prefixes, strict=False):
+        for name, _size, md5 in backend.outputs.list(src):
+            data = backend.outputs.get(name)
+            if hashlib.md5(data, usedforsecurity=False).hexdigest() != md5:
+                raise DagqError(f"synced file {name} changed while it was copied")
+            backend.outputs.put(dst + name[len(src):], data)
+            copied += 1
+    return copied
 
 
 def entries(backend: Backend) -> list[Entry]:
@@ -242,9 +277,10 @@ def delete(backend: Backend, entry: Entry) -> None:
 
 
 def remember(backend: Backend, task: TaskMessage, done: CompletionMessage,
-             now: float) -> None:
+             now: float, synced: list[str] | None = None) -> None:
     """Store the result of a successful attempt of a task that uses the cache (the task
-    message carries its key). A failure to store is logged: the attempt stands."""
+    message carries its key), with a manifest of what it synced under ``synced`` (object
+    prefixes). A failure to store is logged: the attempt stands."""
     info = task.cache
     if info is None or not done.success or done.cached:
         return
@@ -258,9 +294,14 @@ def remember(backend: Backend, task: TaskMessage, done: CompletionMessage,
         else:
             data = values.dumps(done.output) if done.output is not None else None
             digest = output_digest(done.output)
+        files = None
+        if synced:
+            count, manifest = synced_manifest(backend, synced)
+            if count:
+                files = {"prefixes": synced, "files": count, "digest": manifest}
         entry = Entry(str(info["key"]), task.task, str(info.get("workflow", "")),
                       task.workflow_id, task.attempt, now, digest, output, None,
-                      dict(info.get("components") or {}))
+                      dict(info.get("components") or {}), files)
         age = info.get("max_age_s")
         save(backend, entry, data, float(age) if isinstance(age, int | float) else None)
     except (DagqError, OSError, KeyError, TypeError, ValueError) as exc:

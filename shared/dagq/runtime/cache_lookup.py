@@ -6,8 +6,8 @@ miss sends the message with the key, and the worker that runs it stores its resu
 (``dagq.protocol.cache.save``). A hit costs one record read (plus one object read when
 the output is large); the completion it sends names the run the result came from, and
 an attempt record with result ``cached`` keeps it in the task's history. A large cached
-output is copied into the run (one more write), so the run never depends on the cache
-entry staying.
+output is copied into the run (one more write), and so are the files the task synced or
+stashed (a read and a write each), so the run never depends on the cache entry staying.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dagq.ports import Backend
 from dagq.protocol import attempts, cache, names
 from dagq.protocol.messages import CompletionMessage
 from dagq.protocol.outputs import fetch_verified
+from dagq.worker.dirsync import synced_prefixes
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class Hit:
 
     entry: cache.Entry
     """The entry used."""
+    kwargs: Mapping[str, Any]
+    """The attempt's ``kwargs`` as its task message would carry them."""
 
 
 class CacheLookup:
@@ -56,7 +59,7 @@ class CacheLookup:
         entry = cache.lookup(self.backend, key, self.clock(), policy.max_age_s)
         field = {"key": key, "components": parts, "workflow": defn.name,
                  "max_age_s": policy.max_age_s}
-        return field, Hit(entry) if entry is not None else None
+        return field, Hit(entry, kwargs) if entry is not None else None
 
     def answer(self, state: WorkflowState, d: engine.Dispatch, hit: Hit) -> None:
         """Report attempt ``d`` completed with the cached result, and record it in the
@@ -68,6 +71,7 @@ class CacheLookup:
             data = e.data if e.data is not None else fetch_verified(self.backend, ref)
             name = paths.output_name(state.workflow_id, d.task, d.attempt)
             ref = OutputRef(name, self.backend.outputs.put(name, data), len(data))
+        cache.copy_synced(self.backend, e, synced_prefixes(hit.kwargs, state.workflow_id, d.task))
         self.backend.records.put(attempts.partition(state.workflow_id),
                                  attempts.record_key(d.task, d.attempt, round(now * 1000)), {
             "task": d.task, "attempt": d.attempt, "run_id": round(now * 1000),

@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dagq.core.limits import blob_name_problem
-from dagq.core.paths import dir_entry, dir_prefix, dir_relative, segment_problem
+from dagq.core.paths import dir_entry, dir_prefix, dir_relative, files_prefix, segment_problem
 from dagq.errors import TaskError
 from dagq.ports import OutputStore
 
@@ -194,6 +194,22 @@ def start_task_sync(outputs: OutputStore, kwargs: Mapping[str, Any], workflow_id
                    label=label)
     sync.start()
     return sync
+
+
+def synced_prefixes(kwargs: Mapping[str, Any], workflow_id: str, task: str) -> list[str]:
+    """Where one task's synced files are stored: its stashed files (``dagq.task``), then
+    the directory its ``bg_dirsync_to`` names (if any and valid)."""
+    out = [files_prefix(workflow_id, task)]
+    value = kwargs.get("bg_dirsync_to")
+    if value is not None:
+        cwd = kwargs.get("cwd")
+        try:
+            spec = parse_spec(value, task=task, cwd=str(cwd) if cwd else None,
+                              default_every=60.0)
+        except TaskError:
+            return out
+        out.append(dir_prefix(workflow_id, spec.name))
+    return out
 
 
 def finish_task_sync(sync: DirSync, stats: Counter[str]) -> None:

@@ -37,7 +37,7 @@ from dagq.protocol.outputs import expand
 from dagq.worker import claims, gpu, podcost, preemption, publish
 from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.builtin import default_processors
-from dagq.worker.dirsync import finish_task_sync, start_task_sync
+from dagq.worker.dirsync import finish_task_sync, start_task_sync, synced_prefixes
 from dagq.worker.environment import remove_workdir, task_context, task_env
 from dagq.worker.gate import Gate, stop
 from dagq.worker.heartbeat import Heartbeat, prune
@@ -297,7 +297,9 @@ class Worker:
                 outcome = replace(outcome, success=False, stopped=True,
                                   error="cancelled: the workflow was cancelled")
             completion, body = self._publish(task, outcome, ctx)
-            cache.remember(self.backend, task, completion, time.time())
+            if task.cache is not None:  # a task that uses the cache: store its result
+                cache.remember(self.backend, task, completion, time.time(),
+                               synced_prefixes(task.kwargs, task.workflow_id, task.task))
             tracker.end(replace(outcome, success=completion.success, error=completion.error),
                         cancelled=run.cancelled)
             crash_point("worker_before_complete")
