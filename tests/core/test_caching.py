@@ -79,7 +79,7 @@ def test_spec_problems_of_a_valid_cache_field_are_none(value: object) -> None:
     ("yes", [("cache must be true, false or a mapping like {max_age: 7d}, got a string "
               "('yes')", "cache")]),
     ([], [("cache must be true, false or a mapping like {max_age: 7d}, got a list", "cache")]),
-    ({"ttl": "7d"}, [("cache has unknown key 'ttl'; allowed: max_age, version, params, files",
+    ({"ttl": "7d"}, [("cache has unknown key 'ttl'; allowed: max_age, version, params, files, refresh",
                       "cache.ttl")]),
     ({"max_age": "soon"}, [(BAD_AGE + "a string ('soon')", "cache.max_age")]),
     ({"max_age": "11000d"}, [("cache.max_age is at most ten years, got a string ('11000d')",
@@ -370,3 +370,18 @@ def test_seed_refuses_a_started_workflow() -> None:
     with pytest.raises(ValueError, match="only a workflow that has not started can be seeded"):
         engine.seed(s, 2.0, {"a": (1, None, "o/a/1")})
     assert s.task_view("a").status == "running" and s.task_view("a").note is None
+
+
+def test_refresh_keeps_the_policy_and_a_plain_rerun_drops_it() -> None:
+    from dagq.core.caching import refreshed
+    from dagq.ops.rerun import _settled
+
+    assert refreshed(None, {"max_age": "7d"}) == {"max_age": "7d", "refresh": True}
+    assert refreshed(True, None) == {"refresh": True}
+    assert refreshed(None, None) is None and refreshed(False, True) is False
+    policy = policy_of({"version": "2", "refresh": True}, None)
+    assert policy is not None and policy.refresh and policy.version == "2"
+    assert _settled({"version": "2", "refresh": True}) == {"version": "2"}
+    assert _settled({"refresh": True}) is True and _settled(None) is None
+    assert list(spec_problems({"refresh": "yes"})) == [
+        ("cache.refresh must be true or false, got a string ('yes')", "cache.refresh")]

@@ -133,6 +133,14 @@ def test_rerun_from_a_task_runs_it_and_what_follows_only(ml: Dagq) -> None:
     again = ml.run("rerun", first, "--wait", timeout_s=180)  # without --from: the cache
     assert again.returncode == 0, again.stderr
     assert executed(ml, again.stdout.split()[0]) == set()
+    entries = {e["task"]: e for e in ml.json("cache", "list")}
+    assert {entries[t]["workflow_id"] for t in ("train-rf", "compare")} == {wf}  # replaced
+    assert entries["featurize"]["workflow_id"] == first
+    # what --from ran again replaced its entries: a plain rerun of that run takes it all
+    # from the cache too (the refresh it ran with is not carried over)
+    third = ml.run("rerun", wf, "--wait", timeout_s=180)
+    assert third.returncode == 0, third.stderr
+    assert executed(ml, third.stdout.split()[0]) == set()
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from dagq.core import values
 from dagq.core.model import MappedOutputs, OutputRef, WorkflowDef
 from dagq.core.rules import describe
 
-SPEC_KEYS = ("max_age", "version", "params", "files")
+SPEC_KEYS = ("max_age", "version", "params", "files", "refresh")
 COMPONENTS = ("command", "env", "params", "item", "inputs", "version", "files", "queue")
 """The parts of a cache key, in the order a plan reports them."""
 MAX_AGE_S = 10 * 365 * 86400
@@ -53,6 +53,9 @@ class CachePolicy:
     """Parameters that are part of the key beyond those written into ``kwargs``."""
     files: Mapping[str, str] | None = None
     """Digests of the files named in ``cache.files`` (taken at submit)."""
+    refresh: bool = False
+    """Run without looking up, and store the result over any entry of its key
+    (``dagq rerun --from`` sets it on the tasks it runs again)."""
 
 
 def parse_age(value: object) -> float:
@@ -88,6 +91,9 @@ def spec_problems(value: object) -> Iterator[tuple[str, str]]:
             parse_age(value["max_age"])
         except ValueError as exc:
             yield str(exc), "cache.max_age"
+    if not isinstance(value.get("refresh", False), bool):
+        yield f"cache.refresh must be true or false, got {describe(value['refresh'])}", \
+            "cache.refresh"
     if "version" in value and (isinstance(value["version"], bool)
                                or not isinstance(value["version"], str | int | float)):
         yield f"cache.version must be a string, got {describe(value['version'])}", \
@@ -113,7 +119,19 @@ def policy_of(task_value: object, workflow_value: object) -> CachePolicy | None:
     files = value.get("files")
     return CachePolicy(parse_age(age) if age is not None else None, str(value.get("version", "")),
                        tuple(value.get("params", ())),
-                       files if isinstance(files, Mapping) else None)
+                       files if isinstance(files, Mapping) else None,
+                       value.get("refresh") is True)
+
+
+def refreshed(task_value: bool | Mapping[str, Any] | None,
+              workflow_value: bool | Mapping[str, Any] | None
+              ) -> bool | Mapping[str, Any] | None:
+    """The ``cache`` value that makes a task run again and store its result over its
+    key's entry, keeping its policy (``dagq rerun --from``); ``None``/``False`` stay."""
+    value = task_value if task_value is not None else workflow_value
+    if value is None or value is False:
+        return task_value
+    return {**(value if isinstance(value, Mapping) else {}), "refresh": True}
 
 
 def without_cache(defn: WorkflowDef) -> WorkflowDef:

@@ -3,7 +3,7 @@
 Without ``--from`` the same definition (parameters included) is submitted again and the
 cache decides what runs: tasks that use it and whose inputs did not change are taken
 from it. With ``--from TASK``, that task and every task after it run again (the cache is
-not consulted for them), and every other task that completed keeps its result: the new
+not consulted for them, and their results replace its entries), and every other task that completed keeps its result: the new
 run starts with those tasks completed (``engine.seed``), their outputs read from the
 earlier run, so nothing before ``TASK`` runs again whether or not it uses the cache.
 Mapped tasks before ``TASK`` run again (their instances are made when they run).
@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from dagq.core import engine
+from dagq.core.caching import refreshed
 from dagq.core.engine.graph import COMPLETED
 from dagq.core.engine.state import WorkflowState
 from dagq.core.model import WorkflowDef
@@ -57,6 +58,13 @@ def downstream(defn: WorkflowDef, task: str) -> set[str]:
     return out
 
 
+def _settled(value: bool | Mapping[str, Any] | None) -> bool | Mapping[str, Any] | None:
+    """A task's ``cache`` without the ``refresh`` an earlier ``--from`` gave it."""
+    if isinstance(value, Mapping) and "refresh" in value:
+        return {k: v for k, v in value.items() if k != "refresh"} or True
+    return value
+
+
 def rerun(client: Submitter, workflow_id: str, *, from_task: str | None = None,
           new_id: str | None = None) -> Submitted:
     """Submit a new run of finished workflow ``workflow_id`` (see the module docstring)."""
@@ -64,7 +72,8 @@ def rerun(client: Submitter, workflow_id: str, *, from_task: str | None = None,
     if not state.is_terminal():
         raise NotFinished(f"workflow {workflow_id} is {state.status}; wait for it to end "
                           "(or cancel it) before running it again")
-    defn = state.definition
+    defn = replace(state.definition, tasks=tuple(
+        replace(t, cache=_settled(t.cache)) for t in state.definition.tasks))
     if from_task is None:  # a stored definition's tasks are decoded lazily: a tuple again
         return client.submit(replace(defn, tasks=tuple(defn.tasks)), workflow_id=new_id)
     g = state.graph
@@ -72,7 +81,8 @@ def rerun(client: Submitter, workflow_id: str, *, from_task: str | None = None,
         raise TaskNotFound(f"workflow {workflow_id} has no task {from_task!r}; --from names "
                            "a task of its definition")
     again = downstream(defn, from_task)
-    tasks = tuple(replace(t, cache=False) if t.name in again else t for t in defn.tasks)
+    tasks = tuple(replace(t, cache=refreshed(t.cache, defn.cache)) if t.name in again else t
+                  for t in defn.tasks)
     reuse: dict[str, engine.Reused] = {}
     for i in range(g.n_static):
         name = g.names[i]

@@ -135,11 +135,12 @@ def output_digest(value: Any) -> str:
 
 
 def save(backend: Backend, entry: Entry, data: bytes | None = None,
-         max_age_s: float | None = None) -> bool:
+         max_age_s: float | None = None, *, replace_any: bool = False) -> bool:
     """Store ``entry`` unless its key holds a usable entry already (the first writer
     wins); an entry there that is corrupt, or older than ``max_age_s``, is replaced.
     ``data`` (the canonical output bytes) goes to output storage, under a name of this
-    writer's own, when the record would not hold it. True if stored."""
+    writer's own, when the record would not hold it. ``replace_any`` replaces even a
+    usable entry (a refresh). True if stored."""
     comps = entry.components
     if len(json.dumps(comps)) > MAX_COMPONENT_BYTES:
         comps = {**comps, "inputs": {"*": hashlib.sha256(json.dumps(
@@ -149,7 +150,8 @@ def save(backend: Backend, entry: Entry, data: bytes | None = None,
         name = object_name(entry.key, entry.workflow_id, entry.task, entry.attempt)
         entry = replace(entry, output=None,
                         ref=OutputRef(name, backend.outputs.put(name, data), len(data)))
-    if not _put_first(backend, entry, max_age_s):
+    # a max_age below zero makes any entry there too old to keep
+    if not _put_first(backend, entry, -1.0 if replace_any else max_age_s):
         if entry.ref is not None:  # the winner's object is its own: drop this one
             backend.outputs.delete(entry.ref.name)
         return False
@@ -303,7 +305,8 @@ def remember(backend: Backend, task: TaskMessage, done: CompletionMessage,
                       task.workflow_id, task.attempt, now, digest, output, None,
                       dict(info.get("components") or {}), files)
         age = info.get("max_age_s")
-        save(backend, entry, data, float(age) if isinstance(age, int | float) else None)
+        save(backend, entry, data, float(age) if isinstance(age, int | float) else None,
+             replace_any=info.get("refresh") is True)
     except (DagqError, OSError, KeyError, TypeError, ValueError) as exc:
         log.warning("%s: the result could not be stored in the cache (%s); a later run "
                     "will compute it again", task.key, exc)

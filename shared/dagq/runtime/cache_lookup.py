@@ -56,9 +56,11 @@ class CacheLookup:
             return None, None
         parts = components(policy, kwargs, defn.params, inputs, d.queue, item)
         key = cache_key(parts)
-        entry = cache.lookup(self.backend, key, self.clock(), policy.max_age_s)
         field = {"key": key, "components": parts, "workflow": defn.name,
                  "max_age_s": policy.max_age_s}
+        if policy.refresh:  # run it again; its result replaces the entry
+            return {**field, "refresh": True}, None
+        entry = cache.lookup(self.backend, key, self.clock(), policy.max_age_s)
         return field, Hit(entry, kwargs) if entry is not None else None
 
     def answer(self, state: WorkflowState, d: engine.Dispatch, hit: Hit) -> None:
