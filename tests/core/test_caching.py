@@ -79,8 +79,8 @@ def test_spec_problems_of_a_valid_cache_field_are_none(value: object) -> None:
     ("yes", [("cache must be true, false or a mapping like {max_age: 7d}, got a string "
               "('yes')", "cache")]),
     ([], [("cache must be true, false or a mapping like {max_age: 7d}, got a list", "cache")]),
-    ({"ttl": "7d"}, [("cache has unknown key 'ttl'; allowed: max_age, version, params, files, refresh",
-                      "cache.ttl")]),
+    ({"ttl": "7d"}, [("cache has unknown key 'ttl'; allowed: max_age, version, params, "
+                      "files, refresh", "cache.ttl")]),
     ({"max_age": "soon"}, [(BAD_AGE + "a string ('soon')", "cache.max_age")]),
     ({"max_age": "11000d"}, [("cache.max_age is at most ten years, got a string ('11000d')",
                               "cache.max_age")]),
