@@ -4,9 +4,10 @@ Without ``--from`` the same definition (parameters included) is submitted again 
 cache decides what runs: tasks that use it and whose inputs did not change are taken
 from it. With ``--from TASK``, that task and every task after it run again (the cache is
 not consulted for them, and their results replace its entries), and every other task
-that completed keeps its result: the new run starts with those tasks completed (``engine.seed``), their outputs read from the
-earlier run, so nothing before ``TASK`` runs again whether or not it uses the cache.
-Mapped tasks before ``TASK`` run again (their instances are made when they run).
+that completed keeps its result: the new run starts with those tasks completed
+(``engine.seed``), their outputs read from the earlier run, so nothing before ``TASK``
+runs again whether or not it uses the cache. Mapped tasks before ``TASK`` run again
+(their instances are made when they run).
 """
 
 from __future__ import annotations
