@@ -15,11 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from dagq.backends import open_backend
+from dagq.client import WorkflowClient
 from dagq.functions.http_api import http_blueprint
 from dagq.functions.runtime import Runtime
 from dagq.functions.status_api import status_blueprint
 from tests.browser.cdp import Browser
 from tests.browser.conftest import launch
+from tests.browser.workloads import build_steer
 from tests.functions.host import app_of
 from tests.functions.loopback import serve
 from tests.security.test_local_api import workflows
@@ -47,6 +50,10 @@ async function attempt(name, url, init) {
   await attempt("no-cors untyped blob", "API/workflows", {method: "POST", mode: "no-cors",
     body: new Blob(["YAML"])});
   await attempt("no-cors cancel", "API/workflows/x/cancel", {method: "POST", mode: "no-cors"});
+  for (const action of ["suspend", "cancel?reason=evil", "retry"]) {
+    await attempt(`no-cors ${action}`, `API/workflows/steer/${action}`,
+                  {method: "POST", mode: "no-cors"});
+  }
   const sink = document.querySelector("iframe");
   await new Promise(done => { sink.onload = done; document.getElementById("f").submit(); });
   results["form"] = "sent";
@@ -73,6 +80,7 @@ class _Attacker(BaseHTTPRequestHandler):
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
     """``(store, API base URL, attacking page URL)``."""
     store = f"sqlite:{tmp_path_factory.mktemp('xsite') / 'x.db'}"
+    build_steer(store).close()  # a running workflow the status page's buttons steer
     runtime = Runtime({"DAGQ_STORE": store})
     with serve(app_of(http_blueprint(runtime), status_blueprint(runtime))) as url:
         api = f"{url}/api"
@@ -101,8 +109,13 @@ def test_a_page_on_another_site_cannot_submit(browser: Browser, site: tuple[str,
     store, _, attack = site
     browser.open(attack)
     done = browser.wait_for("document.body && document.body.dataset.done")
-    assert "no-cors text/plain" in done and "form" in done
-    assert workflows(store) == []
+    assert "no-cors text/plain" in done and "form" in done and "no-cors retry" in done
+    assert workflows(store) == ["steer"]
+    backend = open_backend(store)
+    state = WorkflowClient(backend).state("steer")  # what the page's buttons do, refused
+    backend.close()
+    assert (state.status, state.suspended, state.cancel_reason) == ("running", False, None)
+    assert state.task_view("lint").status == "failed"
 
 
 def test_a_rebound_page_cannot_read_the_api(browser: Browser, site: tuple[str, str, str]) -> None:

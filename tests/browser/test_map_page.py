@@ -10,7 +10,7 @@ from dagq.functions.http_api import http_blueprint
 from dagq.functions.runtime import Runtime
 from dagq.functions.status_api import status_blueprint
 from tests.browser.cdp import Browser
-from tests.browser.test_status_page import nodes, ready
+from tests.browser.test_status_page import nodes, ready, timeline
 from tests.functions.host import app_of
 from tests.functions.loopback import serve
 from tests.views.maps import build_map
@@ -65,3 +65,32 @@ def test_a_map_is_one_folded_row_that_unfolds_into_its_instances_page_by_page(
     assert pager.startswith("instances 1–50 of 120")
     assert last == [f"fit[{k}]" for k in range(100, 120)]
     assert "instance 103 of map 'fit' (item: file-103.csv)" in reasons
+
+
+def test_a_map_is_one_folded_timeline_row_that_unfolds_like_the_table(
+        browser: Browser, tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'map.db'}"
+    build_map(store, width=120, failed=(3, 77), running=(5,)).close()
+    runtime = Runtime({"DAGQ_STORE": store})
+    tl = "[...document.querySelectorAll('#timeline .tl-row[data-task]')]"
+    try:
+        with serve(app_of(http_blueprint(runtime), status_blueprint(runtime))) as url:
+            folded = timeline(browser, f"{url}/api/status#/wf/map-views")
+            head = browser.eval(f"{tl}.find(r => r.dataset.task === 'fit')"
+                                ".querySelector('.tl-label').textContent")
+            browser.eval(f"{tl}.find(r => r.dataset.task === 'fit')"
+                         ".querySelector('.tl-label').click()")
+            browser.wait_for(f"{tl}.filter(r => r.classList.contains('instance')).length"
+                             " === 50")
+            rows = browser.eval(f"{tl}.map(r => r.dataset.task)")
+            table = browser.eval("document.querySelectorAll('#tasks tr.instance').length")
+            bar = browser.eval(f"{tl}.find(r => r.dataset.task === 'fit[3]')"
+                               ".querySelector('.bar').dataset.result")
+    finally:
+        browser.eval("sessionStorage.removeItem('dagq-view')")
+        runtime.close()
+    assert list(folded) == ["scan", "fit", "reduce", "audit"]  # one row, not 120
+    assert head == "▸ fit ×120"
+    assert rows[:2] == ["scan", "fit"] and rows[2:52] == [f"fit[{k}]" for k in range(50)]
+    assert table == 50  # the table unfolded with it
+    assert bar == "failed"

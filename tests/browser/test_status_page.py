@@ -1,6 +1,7 @@
 """The web status page in a real headless Chromium, against the Function App's HTTP
 handlers served on loopback: the workflows list, a running workflow (started and queued
-tasks told apart), a failed one with its task panel, and a 1,000-task run.
+tasks told apart, the banner of a queue nobody serves), a failed one with its task panel,
+a 1,000-task run, and the timeline of each.
 
 Screenshots go to the test's temporary directory, or to docs/ when
 ``DAGQ_UPDATE_SCREENSHOTS=1``.
@@ -45,11 +46,15 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dagq, str, 
     d = Dagq(tmp_path_factory.mktemp("live"), base_env={"DAGQ_HEARTBEAT_INTERVAL": "1"})
     d.coordinator()
     d.worker("default", concurrency=2)
+    marker = d.root / "flaky-failed-once"
     ids = {
         "story": d.submit(d.define("error-story", STORY)),
         "ok": d.submit(d.define("nightly-report", [
             {"name": "fetch", "kwargs": {"cmd": "true"}},
-            {"name": "render", "depends_on": ["fetch"], "kwargs": {"cmd": "true"}}])),
+            {"name": "render", "depends_on": ["fetch"], "kwargs": {"cmd": "true"}},
+            {"name": "flaky", "num_retries": 1,  # fails once: two attempts on the timeline
+             "kwargs": {"cmd": f"if test -e {marker}; then true; else touch {marker}; "
+                               "exit 1; fi"}}])),
         "failed": d.submit(d.define("train-model", [
             {"name": "data/load", "kwargs": {"cmd": "echo '{\"rows\": 42}' > $DAGQ_OUTPUT_FILE"}},
             {"name": "train", "depends_on": ["data/load"],
@@ -206,3 +211,72 @@ def test_a_failed_attempt_reads_the_same_in_the_table_and_the_panel(
         assert shown == line
         reasons = browser.eval("document.querySelector('#reasons').innerText")
         assert "attempt 1 failed" in reasons and line in reasons
+
+
+BARS = """Object.fromEntries([...document.querySelectorAll('#timeline .tl-row[data-task]')]
+    .map(r => [r.dataset.task, [...r.querySelectorAll('.bar')].map(b => ({
+        kind: b.classList.contains('queued') ? 'queued' : 'run', result: b.dataset.result,
+        attempt: Number(b.dataset.attempt),
+        colour: getComputedStyle(b).getPropertyValue('--c').trim()}))]))"""
+
+
+def timeline(browser: Browser, url: str) -> dict[str, list[dict[str, Any]]]:
+    """Open ``url``, switch to the timeline tab; its bars per task row."""
+    ready(browser, url, "workflow")
+    browser.eval("document.querySelector('.tabs button[data-view=\"timeline\"]').click()")
+    browser.wait_for("!document.querySelector('#timeline').hidden"
+                     " && document.querySelectorAll('#timeline .tl-row[data-task]').length")
+    bars: dict[str, list[dict[str, Any]]] = browser.eval(BARS)
+    return bars
+
+
+def test_the_timeline_draws_each_attempt_coloured_by_result_and_queued_time_apart(
+        browser: Browser, live: tuple[Dagq, str, dict[str, str]], tmp_path: Path) -> None:
+    _, url, ids = live
+    try:
+        ok = timeline(browser, f"{url}/api/status#/wf/{ids['ok']}")
+        assert [(b["attempt"], b["result"], b["colour"]) for b in ok["flaky"]
+                if b["kind"] == "run"] == [(1, "failed", FILL["failed"]),
+                                           (2, "succeeded", FILL["completed"])]
+        failed = timeline(browser, f"{url}/api/status#/wf/{ids['failed']}")
+        assert list(failed) == ["data/load", "train", "publish", "lint"]
+        assert [b["result"] for b in failed["train"] if b["kind"] == "run"] == ["failed"]
+        assert failed["publish"] == []  # never ran
+        running = timeline(browser, f"{url}/api/status#/wf/{ids['running']}")
+        assert [b["kind"] for b in running["render-gpu"]] == ["queued"]
+        assert running["render-gpu"][0]["colour"] == FILL["queued"]
+        assert any(b["kind"] == "run" and b["result"] == "running" for b in running["crunch"])
+        ticks = browser.eval("document.querySelectorAll('#timeline .tl-axis .tick').length")
+        assert ticks >= 2
+        browser.screenshot(shots(tmp_path) / "status-timeline.png")
+    finally:
+        browser.eval("sessionStorage.removeItem('dagq-view')")
+
+
+def test_a_queue_no_worker_serves_shows_a_banner_until_the_workflow_ends(
+        browser: Browser, live: tuple[Dagq, str, dict[str, str]]) -> None:
+    _, url, ids = live
+    ready(browser, f"{url}/api/status#/wf/{ids['running']}", "workflow")
+    text = browser.wait_for("document.querySelector('#banner:not([hidden])')?.innerText")
+    assert "no worker serves queue 'gpu'" in text and "(render-gpu)" in text
+    assert "dagq worker gpu" in text and "'default'" not in text  # default has a worker
+    ready(browser, f"{url}/api/status#/wf/{ids['failed']}", "workflow")
+    assert browser.eval("document.querySelector('#banner:not([hidden])')") is None
+
+
+def test_the_timeline_of_a_thousand_tasks_scrolls(browser: Browser, tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'wide.db'}"
+    build_wide(store).close()
+    runtime = Runtime({"DAGQ_STORE": store})
+    try:
+        with serve(app_of(http_blueprint(runtime), status_blueprint(runtime))) as url:
+            bars = timeline(browser, f"{url}/api/status#/wf/wide-1000")
+            box = browser.eval("""(() => { const t = document.querySelector('#timeline');
+                return {scroll: t.scrollHeight, height: t.clientHeight}; })()""")
+    finally:
+        browser.eval("sessionStorage.removeItem('dagq-view')")
+        runtime.close()
+    assert len(bars) == 1000
+    assert box["scroll"] > 5 * box["height"]  # one row per task, in a scrolled box
+    failed = [n for n, b in bars.items() if b and b[-1]["result"] == "failed"]
+    assert len(failed) == 20

@@ -49,3 +49,29 @@ def build_wide(store: str, workflow_id: str = "wide-1000") -> Backend:
     backend.index.update_progress(workflow_id, status=state.status, counts=state.counts(),
                                   updated_at=now + 45)
     return backend
+
+
+LONG_NAME = "extract-customer-features-from-the-warehouse"
+"""A task name longer than one line of a graph box."""
+
+
+def build_steer(store: str, workflow_id: str = "steer") -> Backend:
+    """A running workflow to steer from the page: ``LONG_NAME`` completed, ``lint``
+    failed, ``train`` (after ``LONG_NAME``) queued on ``default`` (no worker serves it)
+    and ``report`` after it pending; returns the backend."""
+    backend = open_backend(store)
+    run = {"cmd": "true"}
+    WorkflowClient(backend).submit(WorkflowDef("steer", (
+        TaskDef(LONG_NAME, kwargs=run), TaskDef("lint", kwargs=run),
+        TaskDef("train", kwargs=run, depends_on=(LONG_NAME,)),
+        TaskDef("report", kwargs=run, depends_on=("train",)))), workflow_id=workflow_id)
+    data, etag = backend.states.read(workflow_id)
+    state = loads(data)
+    now = time.time() - 30
+    engine.start(state, now)
+    engine.apply(state, [engine.Completion(LONG_NAME, 1, True),
+                         engine.Completion("lint", 1, False, error="lint: 3 problems")], now + 5)
+    backend.states.replace(workflow_id, dumps(state), etag)
+    backend.index.update_progress(workflow_id, status=state.status, counts=state.counts(),
+                                  updated_at=now + 6)
+    return backend

@@ -74,3 +74,32 @@ def test_text_pictures_of_large_graphs_fold_wide_layers_by_default() -> None:
     large = render(from_definition(fan(5 * TEXT_ALL_UP_TO)), "mermaid")
     assert len(large) < len(small)  # folded into a group box
     assert len(render(from_definition(fan(5 * TEXT_ALL_UP_TO)), "dot", 10 ** 6)) > len(small)
+
+
+def test_long_names_wrap_in_taller_boxes_and_keep_the_whole_name_as_tooltip() -> None:
+    long = "extract-customer-features-from-the-warehouse"
+    huge = "etl/" + "x" * 120
+    defn = WorkflowDef("long", (TaskDef("a"), TaskDef(long, depends_on=("a",)),
+                                TaskDef(huge, depends_on=("a",))))
+    root = ET.fromstring(svg.render(layout(from_definition(defn)), "long"))
+    ns = "{http://www.w3.org/2000/svg}"
+    boxes = {g.get("data-task"): g for g in root.iter(f"{ns}g") if g.get("data-task")}
+
+    def lines(name: str) -> list[str]:
+        return [t.text or "" for t in boxes[name].iter(f"{ns}tspan")]
+
+    def height(name: str) -> int:
+        rect = boxes[name].find(f"{ns}rect")
+        assert rect is not None
+        return int(rect.get("height") or 0)
+
+    assert lines("a") == ["a"] and height("a") == svg.H
+    assert lines(long) == ["extract-customer-", "features-from-the-", "warehouse"]
+    assert "".join(lines(long)) == long and height(long) > svg.H  # nothing cut
+    assert all(len(line) <= svg.MAX_CHARS for line in lines(long))
+    shown = lines(huge)  # too long even at the smaller size: cut, the tooltip has it all
+    assert len(shown) == svg.MAX_LINES and shown[-1].endswith("…")
+    assert boxes[huge].find(f"{ns}text").get("font-size") == str(svg.SMALL_FONT)  # type: ignore[union-attr]
+    title = boxes[huge].find(f"{ns}title")
+    assert title is not None and (title.text or "").startswith(huge)
+    assert svg.wrap("fit ×120 (117 ✓ 2 ✗ 1 ▶)") == ["fit ×120 (117 ✓ 2 ✗ 1 ▶)"]

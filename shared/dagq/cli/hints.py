@@ -12,7 +12,6 @@ coordinator has started. Each hint is printed once, on stderr; the wait goes on.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,14 +20,12 @@ import click
 
 from dagq.cli.workflow_api import WorkflowAPI
 from dagq.errors import DagqError
+from dagq.views.waiting import hints_of as hints_of  # re-exported: the hints live there
 
 HINT_AFTER_S = 5.0
 """Seconds a workflow may wait before the hint is looked for [DAGQ_HINT_AFTER]."""
 RECHECK_S = 15.0
 """Seconds between later looks (``explain`` reads the whole state)."""
-
-_NO_WORKER = re.compile(r"queue (?P<queue>'[^']*'|\"[^\"]*\") has no live worker")
-_NOT_STARTED = "has not been started by a coordinator"
 
 
 def hint_after() -> float:
@@ -37,26 +34,6 @@ def hint_after() -> float:
         return max(0.0, float(os.environ.get("DAGQ_HINT_AFTER", HINT_AFTER_S)))
     except ValueError:
         return HINT_AFTER_S
-
-
-def hints_of(rows: list[dict[str, object]]) -> dict[str, str]:
-    """One sentence per blocker in ``explain`` rows, keyed so each is told once."""
-    queued: dict[str, list[str]] = {}
-    out: dict[str, str] = {}
-    for row in rows:
-        reasons = row.get("reasons")
-        for reason in reasons if isinstance(reasons, list) else []:
-            text = str(reason)
-            if (m := _NO_WORKER.search(text)) and row.get("phase") == "queued":
-                queued.setdefault(m.group("queue").strip("'\""), []).append(str(row["task"]))
-            elif _NOT_STARTED in text:
-                out["coordinator"] = ("no coordinator has started this workflow: is one "
-                                      "running? (start one: dagq coordinator)")
-    for queue, tasks in sorted(queued.items()):
-        shown = ", ".join(tasks[:5]) + (f" and {len(tasks) - 5} more" if len(tasks) > 5 else "")
-        out[f"queue:{queue}"] = (f"no worker serves queue {queue!r}: {len(tasks)} task(s) "
-                                 f"queued there ({shown}); start one: dagq worker {queue}")
-    return out
 
 
 @dataclass

@@ -3,7 +3,9 @@ like the rest of the API):
 
 - ``GET /status``: the page (HTML with its script inlined; pass ``?code=KEY`` in Azure);
 - ``GET /workflows/{id}/graph[?format=json|svg|mermaid|dot&max_width=N]``: the DAG;
-- ``GET /workflows/{id}/explain[?task=]``: why tasks are where they are.
+- ``GET /workflows/{id}/explain[?task=]``: why tasks are where they are, and ``hints``:
+  what keeps the workflow from ending (``dagq.views.waiting.hints_of``, the sentences
+  ``dagq wait`` prints; the page shows them as a banner).
 
 One task (its attempts and explanation) is ``GET /workflows/{id}/tasks/{task}`` of the
 API (``dagq.functions.http_logs``), which the page reads too.
@@ -23,6 +25,7 @@ from dagq.functions.routes import Routes
 from dagq.functions.runtime import Runtime
 from dagq.graph.render import FORMATS, MEDIA_TYPES, render
 from dagq.protocol import http
+from dagq.views.waiting import hints_of
 from dagq.web import page
 
 GRAPH_FORMATS = ("json", *FORMATS)
@@ -52,10 +55,11 @@ def graph(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
 
 
 def explain(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``GET /workflows/{id}/explain[?task=]``."""
+    """``GET /workflows/{id}/explain[?task=]``: the explanations and their ``hints``."""
     workflow_id = _route_id(req)
     rows = runtime.client().explain(workflow_id, text_param(req, "task"))
-    return json_response({"id": workflow_id, "tasks": rows})
+    hints = [{"key": k, "text": v} for k, v in hints_of(rows).items()]
+    return json_response({"id": workflow_id, "tasks": rows, "hints": hints})
 
 
 def status_blueprint(runtime: Runtime) -> func.Blueprint:

@@ -1,6 +1,8 @@
 "use strict";
-// dagq status page: a workflows list and one workflow's DAG, tasks and task panel.
-// Every request goes to the HTTP API next to this page; nothing is loaded from elsewhere.
+// dagq status page: a workflows list and one workflow's DAG or timeline, tasks, task panel
+// and the buttons that steer it (actions.js; the timeline is timeline.js, both inlined before
+// this file). Every request goes to the HTTP API next to this page, with the key the page
+// was opened with; nothing is loaded from elsewhere.
 const PALETTE = /*PALETTE*/ {};
 const DARK = new Set(["completed", "started", "running", "waiting", "failed",
   "upstream_failed", "cancelled"]);
@@ -12,6 +14,7 @@ const key = new URLSearchParams(location.search).get("code");  // the function k
 let timer = null;
 let generation = 0;  // bumped by every route change; a refresh of an older view draws nothing
 let selected = null;  // task name shown in the panel
+let panelAfter = null;  // what redraws the workflow after an action from the task panel
 
 function api(path) {
   const url = new URL(path, location.href);
@@ -20,7 +23,10 @@ function api(path) {
 }
 
 async function get(path, kind = "json") {
-  const resp = await fetch(api(path));
+  return answer(await fetch(api(path)), kind);
+}
+
+async function answer(resp, kind) {  // the body of an answer, or its error message thrown
   if (!resp.ok) {
     let message = `${resp.status} ${resp.statusText}`;
     try { message = (await resp.json()).error || message; } catch (e) { /* not JSON */ }
@@ -138,10 +144,16 @@ async function listView(gen) {
 async function workflowView(id, gen) {
   const main = document.getElementById("main");
   const head = el("div", { id: "head" });
+  const hints = el("div", { id: "hints" });
   const graph = el("div", { class: "graph", id: "graph" });
+  const timeline = el("div", { class: "timeline", id: "timeline" });
   const filter = el("input", { id: "t-filter", placeholder: "filter tasks by name or status" });
   const table = el("table", { id: "tasks" });
-  main.replaceChildren(head, graph, el("div", { class: "filters" }, filter), table);
+  let view = sessionStorage.getItem("dagq-view") === "timeline" ? "timeline" : "graph";
+  const tab = (name) => el("button", { class: "tab", "data-view": name, type: "button",
+    onclick: () => { view = name; sessionStorage.setItem("dagq-view", name); showView(); } }, name);
+  const tabs = el("div", { class: "tabs" }, tab("graph"), tab("timeline"));
+  main.replaceChildren(hints, head, tabs, graph, timeline, el("div", { class: "filters" }, filter), table);
   document.getElementById("where").replaceChildren(el("a", { href: "#/" }, "workflows"), " / ", id);
   let tasks = [];
   let members = null;  // names of a clicked group box
@@ -168,6 +180,12 @@ async function workflowView(id, gen) {
       last < open.total ? el("button", { class: "next", onclick: () => page(t.name, open.offset + MAP_PAGE) }, "next") : ""));
     return [head, ...open.rows.map((r) => taskRow(r, "row instance")), pager];
   };
+  const showView = () => {
+    graph.hidden = view !== "graph";
+    timeline.hidden = view !== "timeline";
+    for (const b of tabs.children) b.classList.toggle("active", b.dataset.view === view);
+    if (view === "timeline") drawTimeline(timeline, tasks, unfolded, { toggle, open: (n) => openTask(id, n) });
+  };
   const drawTable = () => {
     const needle = filter.value.toLowerCase();
     const rows = tasks.filter((t) => (!members || members.has(t.name))
@@ -176,6 +194,7 @@ async function workflowView(id, gen) {
       "duration", "detail"].map((h) => el("th", {}, h))),
       ...rows.flatMap((t) => t.map ? mapRows(t) : [taskRow(t)]));
     document.body.dataset.unfolded = [...unfolded.keys()].join(" ");
+    if (view === "timeline") showView();
   };
   async function fetchPage(name, offset) {  // one page of a mapped task's instances
     const prefix = encodeURIComponent(`${name}[`);
@@ -191,9 +210,10 @@ async function workflowView(id, gen) {
   }
   filter.addEventListener("input", () => { members = null; drawTable(); });
   async function refresh() {
-    const [summary, svg, list] = await Promise.all([get(`workflows/${encodeURIComponent(id)}`),
+    const [summary, svg, list, why] = await Promise.all([get(`workflows/${encodeURIComponent(id)}`),
       get(`workflows/${encodeURIComponent(id)}/graph?format=svg`, "text"),
-      get(`workflows/${encodeURIComponent(id)}/tasks`)]);
+      get(`workflows/${encodeURIComponent(id)}/tasks`),
+      get(`workflows/${encodeURIComponent(id)}/explain`).catch(() => ({ hints: [] }))]);
     if (gen !== generation) return;
     tasks = list.tasks;
     for (const [name, open] of unfolded) unfolded.set(name, await fetchPage(name, open.offset));
@@ -201,8 +221,11 @@ async function workflowView(id, gen) {
     const parent = summary.parent_id ? el("div", {}, "child of ",
       el("a", { href: `#/wf/${encodeURIComponent(summary.parent_id)}` }, summary.parent_id),
       ` (task ${summary.parent_task})`) : "";
-    head.replaceChildren(el("h2", {}, `${summary.name} `, badge(summary.status)),
-      el("div", { class: "muted" }, id), parent, counts(list.counts || summary.counts), legend());
+    const [suspended, reason] = flags(summary);
+    hints.replaceChildren(banner(TERMINAL.has(summary.status) ? [] : why.hints || []));
+    head.replaceChildren(el("h2", {}, `${summary.name} `, badge(summary.status), " ", suspended),
+      el("div", { class: "muted" }, id), parent, reason, actionsBar(id, summary, refresh),
+      counts(list.counts || summary.counts), legend());
     graph.innerHTML = svg;  // our own server's SVG (every name in it is XML-escaped)
     for (const g of graph.querySelectorAll("g.node[data-task]")) {
       g.addEventListener("click", () => {
@@ -219,6 +242,7 @@ async function workflowView(id, gen) {
       });
     }
     drawTable();
+    showView();
     if (selected) await openTask(id, selected, true);
     if (gen !== generation) return;
     document.getElementById("refresh").textContent = TERMINAL.has(summary.status)
@@ -229,6 +253,7 @@ async function workflowView(id, gen) {
     document.body.dataset.status = summary.status;
     if (!TERMINAL.has(summary.status)) schedule(refresh);
   }
+  panelAfter = refresh;
   await refresh();
 }
 
@@ -253,6 +278,7 @@ async function openTask(id, name, quiet = false) {
     { length: t.attempt }, (_, k) => el("button", { onclick: () => showLogs(base, k + 1, logs) }, k + 1)));
   panel.replaceChildren(close, el("h3", { id: "panel-task" }, name, " ", badge(shown(t))),
     el("div", {}, `queue ${t.queue}, attempt ${t.attempt}`),
+    taskRetryButton(id, t, () => (panelAfter ? panelAfter() : openTask(id, name, true))),
     el("div", { id: "panel-times" }, notStarted(t) ? duration(t)
       : `started ${when(t.dispatched_at) || "-"}, took ${duration(t) || "-"}`),
     t.child ? el("div", {}, "child workflow ", el("a", { href: `#/wf/${encodeURIComponent(t.child)}` }, t.child)) : "",
@@ -290,6 +316,7 @@ async function route() {
   delete document.body.dataset.renderMs;
   delete document.body.dataset.ready;
   delete document.body.dataset.route;
+  panelAfter = null;
   try {
     await (m ? workflowView(decodeURIComponent(m[1]), gen) : listView(gen));
   } catch (err) {
