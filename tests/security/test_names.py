@@ -53,6 +53,6 @@ def test_asking_for_dot_tasks_over_http_is_not_found(dagq: Dagq) -> None:
     for args in (("task", wf, ".."), ("task", wf, "."), ("output", wf, "."),
                  ("output", wf, ".."), ("logs", wf, "..")):
         res = dagq.run("--api", served.url, *args)
-        assert res.returncode == 1, (args, res.stdout, res.stderr)
+        assert res.returncode == 5, (args, res.stdout, res.stderr)  # not found
         assert "Traceback" not in res.stderr and "KeyError" not in res.stderr
         assert "no task" in res.stderr.lower() or "not found" in res.stderr.lower(), res.stderr

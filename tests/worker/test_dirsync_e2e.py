@@ -101,5 +101,5 @@ def test_failed_and_cancelled_tasks_sync_their_last_state(sqlite_stack: Stack) -
 
 def test_files_of_an_unknown_workflow_is_a_clear_error(sqlite_stack: Stack) -> None:
     res = sqlite_stack.run("files", "no-such-id", "train")
-    assert res.returncode == 1
+    assert res.returncode == 5  # not found
     assert "no workflow with id 'no-such-id'" in res.stderr

@@ -137,14 +137,15 @@ def test_doctor_flags_a_queue_without_workers_and_lists_live_ones(stack: Stack) 
         return res.stdout if res.returncode == 1 and "'nobody'" in res.stdout else None
 
     out = eventually(flagged, "dagq doctor to flag queue 'nobody'", 30)
-    assert "PROBLEM queue 'nobody': 1 task(s) waiting and no live worker" in out
+    # piped: tab-separated lines whose first field says what they are
+    assert "problem\tqueue 'nobody': 1 task(s) waiting and no live worker" in out
     assert "dagq worker nobody" in out
-    lines = [ln.split() for ln in out.splitlines()]
-    assert any(ln[:2] == ["cpu", stack.heartbeat(w)["id"]] for ln in lines), out  # type: ignore[index]
+    lines = [ln.split("\t") for ln in out.splitlines()]
+    assert any(ln[:3] == ["worker", "cpu", stack.heartbeat(w)["id"]] for ln in lines), out  # type: ignore[index]
 
     n = stack.worker("nobody")
     assert stack.wait_terminal(wf) == "completed"
     assert n.stop() == 0 and w.stop() == 0
     res = stack.run("doctor")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "live workers:\n  none" in res.stdout
+    assert res.stdout == "" and "0 problem(s) found" in res.stderr
