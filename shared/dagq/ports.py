@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from dagq.core.engine import ParentLink
+    from dagq.core.engine import ParentLink, Reused
     from dagq.core.model import WorkflowDef
 
 
@@ -306,9 +306,12 @@ class ChildWorkflows(Protocol):
     (``dagq.client.WorkflowClient`` implements it).
     """
 
-    def submit(self, defn: WorkflowDef, *, workflow_id: str, parent: ParentLink,
-               start_delay_s: float = 0.0) -> object:
-        """Store child workflow ``defn`` as ``workflow_id`` (idempotent) and start it."""
+    def submit(self, defn: WorkflowDef, *, workflow_id: str, parent: ParentLink | None,
+               start_delay_s: float = 0.0,
+               reuse: Mapping[str, Reused] | None = None) -> object:
+        """Store child workflow ``defn`` as ``workflow_id`` (idempotent) and start it
+        (``parent`` None: a run of its own, e.g. an exit handler; ``reuse``: tasks
+        completed with given results, as ``engine.seed``)."""
         ...
 
     def retry(self, workflow_id: str, *, parent: ParentLink | None = None,

@@ -24,14 +24,16 @@ WIDTH = 34
 CAPTIONS = {
     "cli": "the command line: every command, long-running services included",
     "functions | remote": "the HTTP API's server (Functions, dagq serve) and its client",
-    "schedules | task": "cron schedules; the API a running task calls",
+    "schedules | task | triggers": "cron schedules; the API a running task calls; event "
+                                   "triggers",
     "client": "WorkflowClient: submit, inspect, cancel, retry on a store",
     "wiring": "Settings -> Backend, the one place",
     "runtime": "the coordinator, its one state writer, control, sweeps, dispatch",
     "worker | views | ops | web": "running tasks; the read model; operations; the page",
     "config | compose | graph | plugins | outage | crashpoints":
         "settings, authoring, the DAG picture, plugins, outage and crash helpers",
-    "imports | gc_pause": "import paths; GC pauses around big parses",
+    "imports | gc_pause | metrics": "import paths; GC pauses around big parses; optional "
+                                    "metrics",
     "backends": "SQLite and Azure behind the ports",
     "protocol": "what crosses processes: messages, names, records, the HTTP contract",
     "ports": "the narrow interfaces the backends implement",

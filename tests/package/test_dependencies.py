@@ -25,7 +25,8 @@ def _imported_top_levels() -> set[str]:
 def test_every_third_party_import_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = {d.split(">=")[0].split("[")[0].strip().lower()
-                for d in [*project["dependencies"], *project["optional-dependencies"]["azure"]]}
+                for d in [*project["dependencies"], *project["optional-dependencies"]["azure"],
+                          *project["optional-dependencies"].get("metrics", [])]}
     dists = packages_distributions()
     missing = {}
     for module in sorted(_imported_top_levels()):

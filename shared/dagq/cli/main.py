@@ -26,6 +26,7 @@ COMMAND_MODULES: dict[str, str] = {
     "tasks": "workflows", "output": "workflows", "cancel": "workflows", "retry": "workflows",
     "plan": "cache", "cache": "cache", "rerun": "rerun",
     "suspend": "steer", "resume": "steer", "delete": "steer",
+    "trigger": "trigger",
 }
 """Each ``dagq`` command and the module of ``dagq.cli`` that holds it."""
 

@@ -305,9 +305,14 @@ def next_(ctx: click.Context, name: str, count: int, as_json: bool, store: str |
 @click.pass_context
 @handle_errors
 def scheduler(ctx: click.Context, interval: float, once: bool, store: str | None) -> None:
-    """Fire due schedules until SIGTERM or Ctrl-C (the embedded runtime's timer)."""
-    ticker = Ticker(backend_from_settings(settings_from(ctx, store)),
-                    tolerance_s=max(60.0, 2 * interval))
+    """Fire due schedules and poll file triggers until SIGTERM or Ctrl-C (the embedded
+    runtime's timer)."""
+    backend = backend_from_settings(settings_from(ctx, store))
+    ticker = Ticker(backend, tolerance_s=max(60.0, 2 * interval))
+    from dagq.cli.trigger import print_fired
+    from dagq.triggers.watcher import Watcher
+
+    watcher = Watcher(backend)  # `files` triggers (docs/triggers.md)
     stop = threading.Event()
     if not once:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -316,6 +321,7 @@ def scheduler(ctx: click.Context, interval: float, once: bool, store: str | None
     while True:
         report = ticker.tick()
         _print_events(report)
+        print_fired(watcher.poll())
         ticks += 1
         submitted += len(report.fired)
         missed += len(report.missed)

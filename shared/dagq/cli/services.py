@@ -65,6 +65,9 @@ def write_stats(role: str, backend: Backend, counts: dict[str, int]) -> None:
               help="Slack before an overdue attempt is failed [DAGQ_TIMEOUT_GRACE, 60].")
 @click.option("--max-deliveries", type=click.IntRange(min=1), default=None,
               help="Deliveries before a message is dead-lettered [DAGQ_MAX_DELIVERIES, 10].")
+@click.option("--metrics-port", type=click.IntRange(min=0, max=65535), default=None,
+              help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics [DAGQ_METRICS_PORT]; "
+                   "see docs/metrics.md.")
 @store_option
 @click.pass_context
 @handle_errors
@@ -72,7 +75,8 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
                 idle_poll: float | None, sweep_interval: float | None,
                 outbox_grace: float | None, outbox_flush: float | None,
                 stale_pending: float | None, timeout_grace: float | None,
-                max_deliveries: int | None, store: str | None) -> None:
+                max_deliveries: int | None, metrics_port: int | None,
+                store: str | None) -> None:
     """Apply task completions and dispatch ready tasks until SIGTERM/Ctrl-C."""
     settings = settings_from(ctx, store, batch_size=batch_size,
                              visibility_timeout=visibility_timeout, idle_poll=idle_poll,
@@ -81,6 +85,7 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
                              timeout_grace=timeout_grace, max_deliveries=max_deliveries)
     backend = backend_from_settings(settings)
     coord = Coordinator(backend, settings, children=WorkflowClient(backend))
+    _start_metrics(metrics_port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -90,6 +95,18 @@ def coordinator(ctx: click.Context, batch_size: int | None, visibility_timeout: 
     click.echo(f"coordinator stopped after {time.monotonic() - started:.1f}s: "
                f"{coord.stats.line()}", err=True)
     write_stats("coordinator", backend, dict(coord.stats.counts))
+
+
+def _start_metrics(port: int | None) -> None:
+    """Configure the optional metrics exporters (docs/metrics.md) and say where they go."""
+    from dagq import metrics
+
+    sink = metrics.configure(os.environ, port=port)
+    server = getattr(sink, "server", None) or next(
+        (getattr(s, "server", None) for s in getattr(sink, "sinks", [])), None)
+    if server is not None:
+        host, bound = server.server_address[:2]
+        click.echo(f"metrics on http://{host}:{bound}/metrics", err=True)
 
 
 @click.command()

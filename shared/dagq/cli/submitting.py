@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -69,6 +70,9 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
                    "whose single writer threads only slow down].")
 @param_option
 @no_cache_option
+@click.option("--priority", type=click.Choice(["high", "normal", "low"]), default=None,
+              help="The workflow's priority band (docs/concurrency.md); tasks that set "
+                   "their own keep it.")
 @click.option("--wait", "wait_", is_flag=True,
               help="Then wait for the workflows to end (exit codes of `dagq wait`).")
 @click.option("--watch", "watch_", is_flag=True,
@@ -82,7 +86,8 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
 @handle_errors
 def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
            max_fan_in: int | None, concurrency: int | None, params: tuple[str, ...],
-           no_cache: bool, wait_: bool, watch_: bool, timeout_s: float | None, as_json: bool,
+           no_cache: bool, priority: str | None, wait_: bool, watch_: bool,
+           timeout_s: float | None, as_json: bool,
            store: str | None) -> None:
     """Submit workflow FILES (or paths read from stdin); print one id per line."""
     if wait_ and watch_:
@@ -102,6 +107,8 @@ def submit(ctx: click.Context, files: tuple[str, ...], workflow_id: str | None,
         for path in paths:  # validate everything first: bad input writes nothing
             try:
                 defn = prepared(path, params, local=not remote(ctx), no_cache=no_cache)
+                if priority is not None:
+                    defn = dataclasses.replace(defn, priority=priority)
                 if max_fan_in is not None:  # a definition the transform refuses is bad input too
                     sequentialize_fan_in(defn, max_fan_in)
                 defs.append(defn)

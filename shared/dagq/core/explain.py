@@ -9,7 +9,8 @@ derives a *phase* for every task:
 - ``queued``: visible on its queue, no worker has reported it started;
 - ``started``: a worker reports the attempt in its heartbeat (``Facts.started``), or the
   task runs a child workflow;
-- ``held``: ready, but the workflow's ``max_parallelism`` cap is full;
+- ``held``: ready, but the workflow's ``max_parallelism`` cap is full; or dispatched but
+  not sent because its concurrency key is full (``Facts.slots``);
 - for every other status the phase is the status itself.
 
 A mapped task is explained folded (``dagq.core.folding``): its head gets the folded
@@ -24,6 +25,7 @@ are gathered by the caller and passed in as ``Facts``; nothing here reads a cloc
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -48,6 +50,7 @@ from dagq.core.engine.types import child_workflow_id
 from dagq.core.error_summary import error_summary
 from dagq.core.folding import describe, folded_phase, folded_status, instances_with, status_counts
 from dagq.core.mapping import item_text
+from dagq.core.priority import base_queue
 
 PHASES = ("pending", "held", "waiting", "queued", "started", "completed", "failed",
           "upstream_failed", "skipped", "cancelled")
@@ -66,6 +69,9 @@ class Facts:
     """Queues with at least one live worker; ``None`` when unknown."""
     outbox_grace_s: float = 30.0
     """Age after which an unconfirmed dispatch counts as stale (``DAGQ_OUTBOX_GRACE``)."""
+    slots: Mapping[str, tuple[str, int, Sequence[str]]] = field(default_factory=dict)
+    """Dispatch keys waiting for a slot of a full concurrency key: ``(key, limit, the
+    dispatch keys holding its slots)`` (``dagq.runtime.slots``)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,8 @@ def phase_of(state: WorkflowState, i: int, facts: Facts) -> str:
         return STATUS_NAMES[code]
     if dispatch_key(state, i) in facts.started:
         return "started"
+    if facts.slots and dispatch_key(state, i) in facts.slots:
+        return "held"
     if facts.now < _visible_at(state, i):
         return "waiting"
     return "started" if state.graph.kind[i] == KIND_CHILD else "queued"
@@ -243,15 +251,22 @@ def _running(s: WorkflowState, i: int, phase: str,
                            f"{_until(until, facts.now)}")
     elif phase == "started":
         reasons.append(f"attempt {a} is running on a worker of queue {g.queue[i]!r}")
+    elif phase == "held":  # not sent: a concurrency key is full
+        key, limit, holders = facts.slots[dispatch_key(s, i)]
+        shown = ", ".join(holders[:3]) + (f" and {len(holders) - 3} more"
+                                          if len(holders) > 3 else "")
+        reasons.append(f"waiting for key {key}: {len(holders)} of {limit} running"
+                       + (f" (held by {shown})" if holders else ""))
+        return None, reasons
     else:
         since = _visible_at(s, i)
         reasons.append(f"attempt {a} is queued on {g.queue[i]!r} since "
                        f"{_when(since, facts.now)}; no worker has reported it started")
         if retrying:
             reasons.append(f"previous attempt failed: {_first_line(s.error[i])}")
-        if facts.live_queues is not None and g.queue[i] not in facts.live_queues:
+        if facts.live_queues is not None and base_queue(g.queue[i]) not in facts.live_queues:
             reasons.append(f"queue {g.queue[i]!r} has no live worker "
-                           f"(start one: dagq worker {g.queue[i]})")
+                           f"(start one: dagq worker {base_queue(g.queue[i])})")
     entry = s.outbox.get(dispatch_key(s, i))
     if entry is not None and facts.now - entry.written_at > facts.outbox_grace_s:
         reasons.append(f"stale outbox: the dispatch decided {_when(entry.written_at, facts.now)}"

@@ -89,6 +89,12 @@ class TaskDef:
     map: Mapping[str, Any] | None = None
     """``{over, max_items, max_parallelism}``: run one instance of the task per item of a
     list known only at run time (see ``dagq.core.mapping``); ``None``: one task."""
+    concurrency: Mapping[str, Any] | None = None
+    """``{key, limit}``: at most ``limit`` attempts whose key renders the same run at once
+    across the store (``dagq.core.concurrency``); ``None`` follows the workflow."""
+    priority: str | int | None = None
+    """``high``, ``normal`` or ``low`` (or 1, 2, 3): the band of the task's queue that its
+    attempts go to (``dagq.core.priority``); ``None`` follows the workflow."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,17 @@ class WorkflowDef:
     """Declared parameters: name -> ``{type, default, required, description}``."""
     cache: bool | Mapping[str, Any] | None = None
     """The ``cache`` of every task that sets none (``None``: no caching)."""
+    concurrency: Mapping[str, Any] | None = None
+    """The ``concurrency`` of every task that sets none (``None``: no key)."""
+    priority: str | int | None = None
+    """The ``priority`` of every task that sets none (``None``: normal)."""
+    on_finish: Mapping[str, Any] | None = None
+    """Hooks fired when a run reaches any terminal status: ``{webhook: {url,
+    secret_env}, event: true, task: {name, kwargs, ...}}`` (``dagq.core.hooks``,
+    docs/notifications.md); ``None``: none."""
+    on_failure: Mapping[str, Any] | None = None
+    """Hooks fired when a run reaches ``failed`` (same shape as ``on_finish``); the
+    ``task`` is the exit handler."""
 
     def queue_of(self, task: TaskDef) -> str:
         """The queue ``task`` runs on."""

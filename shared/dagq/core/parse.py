@@ -35,22 +35,25 @@ from dagq.core.yaml_source import (
 from dagq.errors import DefinitionError, Problem
 
 WORKFLOW_FIELDS = ("$schema", "name", "description", "default_queue", "default_task_timeout_s",
-                   "max_parallelism", "result_policy", "params", "parameters", "cache", "tasks")
+                   "max_parallelism", "result_policy", "params", "parameters", "cache",
+                   "concurrency", "priority", "on_finish", "on_failure", "tasks")
 TASK_FIELDS = ("name", "kwargs", "depends_on", "queue", "dep_policy", "condition", "num_retries",
                "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "workflow",
-               "params", "merge", "kind", "map", "cache")
+               "params", "merge", "kind", "map", "cache", "concurrency", "priority")
 
 _NULL_MEANS_DEFAULT = {"description", "default_task_timeout_s", "max_parallelism", "queue",
-                       "condition", "timeout_s", "kind", "map", "cache"}
+                       "condition", "timeout_s", "kind", "map", "cache", "concurrency",
+                       "priority", "on_finish", "on_failure"}
 _PLAIN_TASK_FIELDS = ("kwargs", "queue", "dep_policy", "condition", "num_retries",
                       "retry_backoff_s", "retry_backoff_max_s", "timeout_s", "delay_s", "merge",
-                      "kind", "map", "cache")
+                      "kind", "map", "cache", "concurrency", "priority")
 _PLAIN_FIELDS = frozenset(("name", "depends_on", *_PLAIN_TASK_FIELDS))
 _SHORT_FIELDS = frozenset(("name", "kwargs", "depends_on"))
 _NO_KWARGS: Any = object()
 _TASK_DEFAULTS = {f.name: f.default for f in fields(TaskDef) if f.default is not MISSING}
 _OPTIONAL = ("queue", "dep_policy", "condition", "num_retries", "retry_backoff_s",
-             "retry_backoff_max_s", "timeout_s", "delay_s", "kind", "map", "cache")
+             "retry_backoff_max_s", "timeout_s", "delay_s", "kind", "map", "cache",
+             "concurrency", "priority")
 """Task fields written by ``definition_to_dict`` only when they differ from the default."""
 _OPTIONAL_DEFAULTS = tuple(_TASK_DEFAULTS[key] for key in _OPTIONAL)
 _optional_of = attrgetter(*_OPTIONAL)
@@ -254,6 +257,13 @@ def definition_to_dict(defn: WorkflowDef, *, factories: bool = False) -> dict[st
         out["parameters"] = _plain(defn.parameters)
     if defn.cache is not None:
         out["cache"] = _plain(defn.cache)
+    if defn.concurrency is not None:
+        out["concurrency"] = _plain(defn.concurrency)
+    if defn.priority is not None:
+        out["priority"] = defn.priority
+    for hook in ("on_finish", "on_failure"):
+        if getattr(defn, hook) is not None:
+            out[hook] = _plain(getattr(defn, hook))
     out["tasks"] = [_task_to_dict(t, factories) for t in defn.tasks]
     return out
 

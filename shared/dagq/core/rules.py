@@ -54,8 +54,14 @@ COMPLETIONS_QUEUE = "completions"
 """Logical name of the completion queue (completions and control messages)."""
 DEADLETTER_QUEUE = "deadletter"
 """Logical name of the dead-letter queue of the Storage-queue backend."""
-RESERVED_QUEUES = frozenset({COMPLETIONS_QUEUE, DEADLETTER_QUEUE})
-"""Queue names dagq uses itself (the completion queue and the dead-letter store)."""
+NOTIFICATIONS_QUEUE = "notifications"
+"""Logical name of the queue of hook deliveries waiting to be made (dagq.runtime.webhooks)."""
+EVENTS_QUEUE = "events"
+"""Logical name of the outbound queue of workflow events (Event Grid, Logic Apps)."""
+RESERVED_QUEUES = frozenset({COMPLETIONS_QUEUE, DEADLETTER_QUEUE, NOTIFICATIONS_QUEUE,
+                             EVENTS_QUEUE})
+"""Queue names dagq uses itself (the completion queue, the dead-letter store, and the
+notification and event queues of workflow hooks)."""
 
 
 def queue_problem(queue: object) -> str | None:

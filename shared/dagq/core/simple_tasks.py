@@ -71,6 +71,7 @@ def _fields_plain(t: TaskDef, queues: dict[object, bool]) -> bool:
     """Everything but ``kwargs`` and ``kind``: at its default or plainly in range."""
     if (t.workflow is not None or t.condition is not None or t.merge is not False
             or t.map is not None or t.cache is not None
+            or t.concurrency is not None or t.priority is not None
             or type(t.kwargs) is not dict or type(t.name) is not str
             or _NAME.fullmatch(t.name) is None or t.name.startswith(MERGE_PREFIX)):
         return False

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from dagq.core import hardening
+from dagq.core import hardening, hooks
 from dagq.core.caching import spec_problems as cache_problems
+from dagq.core.concurrency import sharing_problems
 from dagq.core.condition import cached_condition
 from dagq.core.mapping import task_map_problems
 from dagq.core.model import SubWorkflow, TaskDef, WorkflowDef
@@ -178,6 +179,10 @@ class _Checker:
             self.add(message, p + at)
         for message, at in cache_problems(d.cache):
             self.add(message, p + at)
+        for message, at in sharing_problems(d.concurrency, d.priority):
+            self.add(message, p + at)
+        for message, at in hooks.problems(d):
+            self.add(message, p + at)
         if d.description is not None and not isinstance(d.description, str):
             self.add(f"description must be a string, got {describe(d.description)}",
                      p + "description")
@@ -237,6 +242,8 @@ class _Checker:
         if t.map is not None:
             self.check_map(i, t)
         for message, at in cache_problems(t.cache):
+            self.add(message, (i, at), name)
+        for message, at in sharing_problems(t.concurrency, t.priority, t.map is not None):
             self.add(message, (i, at), name)
         for message, at in task_problems(t, kind=(i, "kind") not in skip):
             self.add(message, (i, at), name)

@@ -90,6 +90,7 @@ def _check_queue_setting(env: Mapping[str, str]) -> None:
 def build_blueprints(env: Mapping[str, str] | None = None,
                      runtime: Runtime | None = None) -> list[func.Blueprint]:
     """Fresh blueprints for the app settings ``env`` (default ``os.environ``)."""
+    from dagq.functions.blob_triggers import blob_events_mode, blob_triggers_blueprint
     from dagq.functions.coordinator_queue import storage_queue_blueprint
     from dagq.functions.coordinator_sb import servicebus_blueprint
     from dagq.functions.http_api import http_blueprint
@@ -102,6 +103,9 @@ def build_blueprints(env: Mapping[str, str] | None = None,
     trigger = coordinator_trigger(env)
     blueprints = [http_blueprint(runtime, trigger), schedules_blueprint(runtime),
                   status_blueprint(runtime)]
+    events = blob_events_mode(env)
+    if events != "none":  # blob-created events start trigger runs (docs/triggers.md)
+        blueprints.append(blob_triggers_blueprint(runtime, events))
     if trigger != "none":
         _check_queue_setting(env)
         make = servicebus_blueprint if trigger == "servicebus" else storage_queue_blueprint

@@ -52,6 +52,10 @@ class Runtime:
             if self._settings is None:
                 settings = Settings.from_env(self.env)
                 load_kinds_from_env(self.env)  # custom task kinds, before any validation
+                from dagq import metrics
+
+                if metrics.sink is None:  # optional exporters (docs/metrics.md)
+                    metrics.configure(self.env, role="functions")
                 self._settings = settings
             return self._settings
 

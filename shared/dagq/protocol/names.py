@@ -17,9 +17,12 @@ import hashlib
 
 from dagq.core.rules import COMPLETIONS_QUEUE as COMPLETIONS
 from dagq.core.rules import DEADLETTER_QUEUE as DEADLETTER
+from dagq.core.rules import EVENTS_QUEUE as EVENTS
+from dagq.core.rules import NOTIFICATIONS_QUEUE as NOTIFICATIONS
 from dagq.core.rules import RESERVED_QUEUES
 
-__all__ = ["COMPLETIONS", "DEADLETTER", "MAX_ID_LENGTH", "RESERVED_QUEUES",
+__all__ = ["COMPLETIONS", "DEADLETTER", "EVENTS", "MAX_ID_LENGTH", "NOTIFICATIONS",
+           "RESERVED_QUEUES",
            "attempt_of_done_id", "bounded",
            "child_retry_request_id", "control_id", "done_id", "notice_id", "request_id",
            "session_id", "submit_failed_id", "task_message_id"]

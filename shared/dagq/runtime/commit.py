@@ -34,6 +34,7 @@ from dagq.runtime.cancels import cascade_cancel
 from dagq.runtime.committing import Mutation
 from dagq.runtime.controls import apply_control, handoff_keys
 from dagq.runtime.dispatch import OutboxSender
+from dagq.runtime.slots import by_workflow, keyed, running_keys
 from dagq.runtime.states import MAX_CONFLICT_RETRIES, KeptChanging, StateGone, StateWriter
 
 log = logging.getLogger("dagq.coordinator")
@@ -48,6 +49,8 @@ class _Batch:
     effects: list[engine.Effects]
     mine: set[str]
     due: list[engine.OutboxEntry]
+    keyed: dict[str, str] | None = None
+    """Attempts with a concurrency key running before the mutation (``dagq.runtime.slots``)."""
 
 
 class Committer:
@@ -126,6 +129,7 @@ class Committer:
         def edit(state: WorkflowState) -> tuple[_Batch, bool]:
             now = self.clock()
             before = set(state.outbox)
+            held = running_keys(state) if keyed(state.definition) else None
             effects = mutate(state)
             crash_point("after_apply")
             if any(e.expanded for e in effects):
@@ -138,7 +142,7 @@ class Committer:
             due += [e for k, e in state.outbox.items() if k in handoff and k in before
                     and k not in mine and e not in due]
             write = bool(mine or due or state.outbox.keys() != before or not _noop(effects))
-            return _Batch(now, before, effects, mine, due), write
+            return _Batch(now, before, effects, mine, due, held), write
 
         try:
             done = self.writer.commit(workflow_id, edit)
@@ -170,12 +174,37 @@ class Committer:
             crash_point("map_after_send")
         self.writer.update_index(state, batch.now)
         crash_point("after_index")
+        if batch.keyed:
+            self.release_ended(state, batch.keyed)
         for eff in batch.effects:
             self.counts["duplicates"] += len(eff.ignored)
             if eff.stop and any(state.task_def(t).workflow is not None
                                 for t, _ in eff.stop):
                 cascade_cancel(self.children, workflow_id)
         return batch.effects
+
+    def release_ended(self, state: WorkflowState, before: dict[str, str]) -> None:
+        """Give back the slots of the keyed attempts that ended in this write, and send
+        the waiting attempts a free slot lets start (``dagq.runtime.slots``)."""
+        now_running = running_keys(state)
+        ended: dict[str, list[str]] = {}
+        for holder, key in before.items():
+            if holder not in now_running:
+                ended.setdefault(key, []).append(holder)
+        wake: list[str] = []
+        for key, holders in ended.items():
+            wake += self.sender.slots.release(key, holders)
+        self.wake(wake)
+
+    def wake(self, holders: list[str]) -> None:
+        """Send the held outbox entries ``holders`` (dispatch keys waiting for a slot)."""
+        for workflow_id, keys in by_workflow(holders).items():
+            self.counts["slot_wakes"] += len(keys)
+            try:  # the entries stay in the outbox: the periodic re-send finds them too
+                self.commit(workflow_id, lambda state: [], handoff=keys)
+            except Exception as exc:
+                log.warning("could not send the attempts %s waiting for a free slot: %s",
+                            ", ".join(sorted(keys)), exc)
 
     def _send(self, state: WorkflowState, new: list[engine.OutboxEntry],
               due: list[engine.OutboxEntry]) -> None:

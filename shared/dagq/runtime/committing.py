@@ -38,6 +38,11 @@ class Committing(Protocol):
         """``commit`` one workflow's messages, isolating a failure to that workflow."""
         ...
 
+    def wake(self, holders: list[str]) -> None:
+        """Send the held outbox entries ``holders`` (dispatch keys waiting for a slot of
+        a concurrency key, ``dagq.runtime.slots``)."""
+        ...
+
     def resolve(self, ref: OutputRef) -> Any:
         """The value an output reference names (read and verified)."""
         ...

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from dagq import metrics
 from dagq.config import Settings
 from dagq.core import engine
 from dagq.core.engine import WorkflowState
@@ -26,7 +27,7 @@ from dagq.outage import TRANSIENT, Outage
 from dagq.ports import Backend, ChildWorkflows, Message
 from dagq.protocol.messages import CompletionQueueMessage, decode_and_group
 from dagq.protocol.names import COMPLETIONS
-from dagq.runtime import poison
+from dagq.runtime import metering, poison, webhooks
 from dagq.runtime.commit import Committer
 from dagq.runtime.committing import Mutation
 from dagq.runtime.control import Control
@@ -73,6 +74,7 @@ class Coordinator:
             until: Callable[[], bool] | None = None) -> None:
         """Loop until ``stop`` is set or ``until()`` is true; sweeps run on their interval."""
         stop = stop or threading.Event()
+        delivering = webhooks.start(self.backend)  # workflow hooks, never on this thread
         outage = Outage("coordinator", log)
         while not stop.is_set() and not (until and until()):
             try:
@@ -87,6 +89,7 @@ class Coordinator:
             self.flush(float("inf"))  # a clean stop leaves no sent entry behind to re-send
         except TRANSIENT as exc:
             log.warning("could not clear sent outbox entries at exit: %s", exc)
+        delivering.set()
 
     def _round(self) -> None:
         n = self.step(wait_s=self.settings.idle_poll)
@@ -130,6 +133,9 @@ class Coordinator:
         ok = self.commit_group(workflow_id, [d for _, d in items])
         if ok is None:
             return  # not acknowledged: redelivery retries
+        if metrics.sink is not None:  # optional metrics (docs/metrics.md)
+            metering.applied(metrics.sink, self.backend, workflow_id, [d for _, d in items],
+                             [m.enqueued_at for m, _ in items], ok, self.clock())
         self.completions.delete_many(m for m, _ in items)
         crash_point("after_ack")
 
@@ -148,8 +154,12 @@ class Coordinator:
             poison.undecodable(self.committer, message_id, received[message_id], reason)
         for workflow_id, pairs in grouped.groups.items():
             items = [decoded for _, decoded in pairs]
-            if self.commit_group(workflow_id, items) is None:
+            effects = self.commit_group(workflow_id, items)
+            if effects is None:
                 result.unapplied.append(workflow_id)
+            elif metrics.sink is not None:  # optional metrics (docs/metrics.md)
+                metering.applied(metrics.sink, self.backend, workflow_id, items,
+                                 [0.0] * len(items), effects, self.clock())
         return result
 
     # -- the write protocol (dagq.runtime.commit, dagq.runtime.states) -------------------
@@ -195,3 +205,5 @@ class Coordinator:
         tasks past their timeout (``dagq.runtime.sweep``)."""
         self._last_sweep = now
         self.sweeper.run(now)
+        if metrics.sink is not None:
+            metering.sample(metrics.sink, self.backend)

@@ -30,6 +30,8 @@ from dagq.protocol.messages import (
     ref_to_json,
 )
 from dagq.runtime.cache_lookup import CacheLookup, Hit
+from dagq.runtime.notify import Notifier
+from dagq.runtime.slots import Slots, key_of, keyed
 
 log = logging.getLogger("dagq.dispatch")
 
@@ -56,6 +58,8 @@ class OutboxSender:
         self.backend = backend
         self.children = children
         self.cache = CacheLookup(backend, clock)
+        self.slots = Slots(backend.records, clock)
+        self.notify = Notifier(backend, children)
 
     def send(self, state: WorkflowState, entries: Iterable[engine.OutboxEntry]) -> set[str]:
         """Send every entry; returns the keys sent."""
@@ -63,6 +67,7 @@ class OutboxSender:
         by_queue: dict[str, list[tuple[bytes, float, str | None]]] = {}
         dispatches: dict[str, list[engine.Dispatch]] = {}
         sent: set[str] = set()
+        gated = keyed(state.definition)  # concurrency keys: dagq.runtime.slots
         for entry in entries:
             payload: Any = entry.payload
             if entry.kind == "dispatch":
@@ -73,6 +78,8 @@ class OutboxSender:
                         self.cache.answer(state, payload, body)
                         sent.add(entry.key)
                         continue
+                    if gated and not self.admit(state, payload):
+                        continue  # its key is full: the entry stays in the outbox
                 except TRANSIENT:
                     raise
                 except Exception as exc:  # e.g. a value no encoder takes: fail that task
@@ -92,6 +99,8 @@ class OutboxSender:
                                   max(0.0, entry.written_at + payload.delay_s - now))
             elif entry.kind == "notice":
                 self.notify_parent(state, payload, entry.key)
+            elif entry.kind == "notify":  # workflow hooks: dagq.runtime.notify
+                self.notify.send(state, payload, entry.written_at)
             else:
                 log.error("unknown outbox entry kind %r (key %s)", entry.kind, entry.key)
                 continue
@@ -99,6 +108,12 @@ class OutboxSender:
         for queue, items in by_queue.items():
             self._send_many(state, queue, items, dispatches[queue])
         return sent
+
+    def admit(self, state: WorkflowState, d: engine.Dispatch) -> bool:
+        """Take a slot of ``d``'s concurrency key, if its task has one; False when the
+        key is full (``ValueError`` when the key cannot be rendered)."""
+        found = key_of(state, d.task)
+        return found is None or self.slots.acquire(found[0], found[1], d.key)
 
     def _send_many(self, state: WorkflowState, queue: str,
                    items: list[tuple[bytes, float, str | None]],

@@ -82,6 +82,27 @@ class Sweeper:
                 continue  # another coordinator is actively writing it
             self.repair(row.id)
         self.resend_lost(now)
+        self.sweep_slots()
+
+    def sweep_slots(self) -> None:
+        """Drop concurrency-key holders whose attempt no longer runs (a coordinator died
+        before releasing them) and send the waiters that frees (``dagq.runtime.slots``):
+        one records query, plus a state read per workflow this coordinator does not
+        hold up to date."""
+        try:
+            wake = self.sender.slots.sweep_holders(self._fresh_state)
+        except DagqError as exc:  # an outage: the next sweep looks again
+            log.warning("could not check the holders of concurrency keys: %s", exc)
+            return
+        if wake:
+            self.commits.wake(wake)
+
+    def _fresh_state(self, workflow_id: str) -> engine.WorkflowState | None:
+        loaded = self.writer.cached(workflow_id)
+        if loaded is not None and self.writer.still_stored(workflow_id, loaded.etag):
+            return loaded.state
+        fresh = self.writer.read(workflow_id)
+        return None if fresh is None else fresh.state
 
     def repair(self, workflow_id: str) -> None:
         """Re-send stale outbox entries, expire overdue tasks and decide tasks a retry

@@ -17,6 +17,7 @@ from dagq.errors import DagqError
 from dagq.graph.model import GraphModel, from_state
 from dagq.ports import Backend
 from dagq.protocol.heartbeats import live_workers
+from dagq.protocol.slots import keyed, waiting
 
 
 def gather_facts(backend: Backend, state: WorkflowState, now: float,
@@ -30,7 +31,18 @@ def gather_facts(backend: Backend, state: WorkflowState, now: float,
         return Facts(now, outbox_grace_s=outbox_grace_s)
     started = frozenset(str(k) for ws in workers.values() for w in ws
                         for k in _keys(w.get("running")))
-    return Facts(now, started, frozenset(workers), outbox_grace_s)
+    return Facts(now, started, frozenset(workers), outbox_grace_s, _slots(backend, state))
+
+
+def _slots(backend: Backend, state: WorkflowState) -> dict[str, tuple[str, int, list[str]]]:
+    """The attempts of ``state`` waiting for a slot of a concurrency key (one record
+    read per key; nothing for a workflow without keys)."""
+    if not keyed(state.definition):
+        return {}
+    try:
+        return waiting(backend.records, state)
+    except DagqError:
+        return {}
 
 
 def _keys(value: Any) -> list[Any]:

@@ -127,6 +127,10 @@ class AttemptTracker:
                                                exit_code=code, error=error)})
         return stats
 
+    def elapsed(self) -> float:
+        """Seconds since the attempt started (sent in its completion for metrics)."""
+        return round(time.monotonic() - self._t0, 3)
+
     def _label(self) -> str:
         return f"{self.task.workflow_id}/{self.task.task}"
 

@@ -39,7 +39,8 @@ def output_name(task: TaskMessage) -> str:
 
 
 def completion(backend: Backend, task: TaskMessage, success: bool, error: str | None,
-               output_file: Path, worker_id: str, limit: int) -> tuple[CompletionMessage, bytes]:
+               output_file: Path, worker_id: str, limit: int,
+               duration_s: float | None = None) -> tuple[CompletionMessage, bytes]:
     """The completion of ``task``'s attempt and its encoded body (at most ``limit``
     bytes); a large output is stored first. Store errors propagate (transient)."""
     output: object = None
@@ -62,7 +63,7 @@ def completion(backend: Backend, task: TaskMessage, success: bool, error: str | 
     msg = CompletionMessage(
         task.workflow_id, task.task, task.attempt, success=success, output=output,
         output_ref=ref, error=_clip(error, MAX_ERROR_CHARS) if error else None,
-        worker=worker_id)
+        worker=worker_id, duration_s=duration_s)
     body = msg.encode()
     if len(body) > limit and output is not None:
         msg = replace(msg, output=None, output_ref=_stash(backend, task, values.dumps(output)))

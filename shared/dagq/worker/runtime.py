@@ -29,13 +29,14 @@ from dagq.config import Settings
 from dagq.crashpoints import crash_point
 from dagq.errors import BadMessage, DagqError, NotFound, StoreUnavailable
 from dagq.outage import TRANSIENT, Outage, retrying
-from dagq.ports import Backend, Message
+from dagq.ports import Backend, Message, Queue
 from dagq.protocol import cache, names
 from dagq.protocol.cancels import prune_cancel_hints
 from dagq.protocol.messages import CompletionMessage, TaskMessage, decode_task
 from dagq.protocol.outputs import expand
 from dagq.worker import claims, gpu, podcost, preemption, publish
 from dagq.worker.attempt_tracking import AttemptTracker
+from dagq.worker.bands import BandedQueue
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import finish_task_sync, start_task_sync, synced_prefixes
 from dagq.worker.environment import remove_workdir, task_context, task_env
@@ -74,7 +75,7 @@ class Worker:
         self.backend = backend
         self.settings = settings
         self.queue_name = queue_name
-        self.queue = backend.queues.get(queue_name)
+        self.queue: Queue = BandedQueue(backend.queues, queue_name)  # with its priority bands
         self.completions = backend.queues.get(names.COMPLETIONS)
         self.processors = processors or default_processors()
         self.gpus_per_task = gpus_per_task
@@ -296,7 +297,7 @@ class Worker:
             if run.cancelled:
                 outcome = replace(outcome, success=False, stopped=True,
                                   error="cancelled: the workflow was cancelled")
-            completion, body = self._publish(task, outcome, ctx)
+            completion, body = self._publish(task, outcome, ctx, tracker.elapsed())
             if task.cache is not None:  # a task that uses the cache: store its result
                 cache.remember(self.backend, task, completion, time.time(),
                                synced_prefixes(task.kwargs, task.workflow_id, task.task))
@@ -335,12 +336,13 @@ class Worker:
         return Outcome(False, "no processor on this worker can run this task "
                               "(it has neither kwargs.cmd nor kwargs.call)")
 
-    def _publish(self, task: TaskMessage, outcome: Outcome,
-                 ctx: TaskContext) -> tuple[CompletionMessage, bytes]:
+    def _publish(self, task: TaskMessage, outcome: Outcome, ctx: TaskContext,
+                 duration_s: float | None = None) -> tuple[CompletionMessage, bytes]:
         limit = self.completions.max_message_bytes
         args = (task, outcome.success, outcome.error, ctx.output_file, self.worker_id, limit)
         try:
-            return self._until_sent(lambda: publish.completion(self.backend, *args))
+            return self._until_sent(lambda: publish.completion(self.backend, *args,
+                                                               duration_s=duration_s))
         except TRANSIENT:
             raise
         except Exception as exc:

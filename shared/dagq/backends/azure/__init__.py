@@ -74,7 +74,8 @@ class StorageQueues:
     def names(self) -> list[str]:
         """Logical names of existing task queues of this store."""
         with self._guard("listing queues"):
-            found = self._service.list_queues(name_starts_with=self._names.task_queue_prefix)
+            # task queues and their priority bands (``{p}-q-``, ``{p}-h-``, ``{p}-l-``)
+            found = self._service.list_queues(name_starts_with=f"{self._names.prefix}-")
             return sorted(n for n in (self._names.logical(q.name) for q in found) if n)
 
 

@@ -6,7 +6,8 @@ dropped). The folded prefix ``p`` must be 3-24 characters and start with a lette
 every derived name obeys Azure's rules (:mod:`dagq.core.limits`):
 
 - containers and queues: 3-63 characters, lower-case letters, digits and single hyphens,
-  starting and ending with a letter or digit (``{p}-state``, ``{p}-q-{queue}``);
+  starting and ending with a letter or digit (``{p}-state``, ``{p}-q-{queue}``, and
+  ``{p}-h-{queue}``/``{p}-l-{queue}`` for a queue's high and low priority bands);
 - tables: 3-63 letters and digits, starting with a letter (``{p without hyphens}index``).
 
 Outside the public cloud, write the account with its endpoint suffix:
@@ -25,8 +26,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from dagq.core.limits import STORE_PREFIX
+from dagq.core.priority import band_queue, split_band
 from dagq.errors import ConfigError
-from dagq.protocol.names import COMPLETIONS, DEADLETTER
+from dagq.protocol.names import COMPLETIONS, DEADLETTER, EVENTS, NOTIFICATIONS
 
 DEFAULT_PREFIX = "dagq"
 PUBLIC_SUFFIX = "core.windows.net"
@@ -36,6 +38,9 @@ _ACCOUNT_RE = re.compile(r"^[a-z0-9]{3,24}$")
 _NAMESPACE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$")
 _KEY_UNSAFE = re.compile(r"[%/\\#?\x00-\x1f\x7f-\x9f]")
 _STORE_EXAMPLE = "e.g. DAGQ_STORE=azure://mystorageacct/ml-prod"
+_BAND_LETTER = {"high": "h", "low": "l"}
+"""Priority band queues (logical ``gpu~high``) are ``{p}-h-gpu`` and ``{p}-l-gpu``: as long
+as ``{p}-q-gpu``, so every queue name that fits has its bands fit too."""
 
 
 def fold(raw: str) -> str:
@@ -93,8 +98,12 @@ class StoreNames:
         queue); raises ``ConfigError`` when no valid name can be made from it."""
         if logical == COMPLETIONS:
             return f"{self.prefix}-completions"
-        folded = fold(logical)
-        name = self.task_queue_prefix + folded
+        if logical in (NOTIFICATIONS, EVENTS):  # hook queues, never task queues
+            return f"{self.prefix}-{logical}"
+        base, band = split_band(logical)
+        folded = fold(base)
+        name = (self.task_queue_prefix if band == "normal"
+                else f"{self.prefix}-{_BAND_LETTER[band]}-") + folded
         if not folded or len(name) > 63:
             room = 63 - len(self.task_queue_prefix)
             raise ConfigError(
@@ -107,6 +116,10 @@ class StoreNames:
         """The logical task queue name of ``physical``, or ``None`` if it is no task queue."""
         if physical.startswith(self.task_queue_prefix):
             return physical[len(self.task_queue_prefix):] or None
+        for band, letter in _BAND_LETTER.items():  # a priority band's queue
+            start = f"{self.prefix}-{letter}-"
+            if physical.startswith(start) and len(physical) > len(start):
+                return band_queue(physical[len(start):], band)
         return None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from dagq.backends.sqlite.db import SqliteDb
 from dagq.errors import NotFound, StoreError
 from dagq.ports import Message, RequestStats
-from dagq.protocol.names import COMPLETIONS
+from dagq.protocol.names import COMPLETIONS, EVENTS, NOTIFICATIONS
 
 """Logical name of the completion queue (not a task queue)."""
 
@@ -311,6 +311,7 @@ class SqliteQueues:
         """Names of the task queues used so far, sorted."""
         self._stats.add("queues.names")
         rows = self._db.execute(
-            "SELECT name FROM queues WHERE name != ? ORDER BY name", (COMPLETIONS,)
+            "SELECT name FROM queues WHERE name NOT IN (?, ?, ?) ORDER BY name",
+            (COMPLETIONS, NOTIFICATIONS, EVENTS)
         ).fetchall()
         return [r[0] for r in rows]

@@ -25,7 +25,14 @@ from typing import Any
 from dagq.core.engine.defcodec import compact_json, def_from_json, def_to_json, dense, sparse
 from dagq.core.engine.graph import STATUS_NAMES, Graph
 from dagq.core.engine.state import WorkflowState
-from dagq.core.engine.types import ChildSubmit, Dispatch, OutboxEntry, ParentLink, ParentNotice
+from dagq.core.engine.types import (
+    ChildSubmit,
+    Dispatch,
+    NotifyEvent,
+    OutboxEntry,
+    ParentLink,
+    ParentNotice,
+)
 from dagq.core.model import WORKFLOW_STATUSES, OutputRef, WorkflowDef
 
 FORMAT_VERSION = 2
@@ -65,6 +72,8 @@ def encode_state(s: WorkflowState) -> bytes:
         ("stop", lambda: [i for i, flag in enumerate(s.stopping) if flag]),
         ("held", lambda: list(s.held)),
     ]
+    if s.events_sent:  # only a run with hooks has events
+        columns.append(("events", s.events_sent))
     z = zlib.compressobj(6)
     parts = [b""]
     for k, (key, value) in enumerate(columns):
@@ -146,6 +155,7 @@ def _build(doc: dict[str, Any], defn: WorkflowDef, graph: Graph, blob: bytes) ->
     s.cancel_requested, s.retry_ids = doc["cancel"], doc["retry_ids"]
     s.suspended, s.cancel_reason = bool(doc.get("susp")), doc.get("creason")
     s.notices_sent = doc["notices"]
+    s.events_sent = doc.get("events", 0)
     s.st = bytearray(doc["st"].encode("ascii").translate(_FROM_DIGITS))
     if max(s.st, default=0) >= len(STATUS_NAMES):
         raise ValueError("unknown task status code")
@@ -176,6 +186,9 @@ def entry_to_json(e: OutboxEntry, index: dict[str, int], base: float) -> list[An
         return ["d", p.key, at, index[p.task], p.attempt, p.delay_s]
     if isinstance(p, ChildSubmit):
         return ["c", p.key, at, index[p.task], p.attempt, p.delay_s, p.child_id]
+    if isinstance(p, NotifyEvent):
+        return ["e", p.key, at, p.status, p.number, p.counts, [list(f) for f in p.failed],
+                p.failed_total]
     return ["n", p.key, at, p.parent_id, p.task, p.attempt, p.success, p.error]
 
 
@@ -189,4 +202,8 @@ def entry_from_json(row: list[Any], g: Graph, base: float) -> OutboxEntry:
         return OutboxEntry("child", ChildSubmit(key, g.names[row[3]], row[4], row[6], row[5]), at)
     if kind == "n":
         return OutboxEntry("notice", ParentNotice(row[3], row[4], row[5], row[6], row[7], key), at)
+    if kind == "e":
+        failed = tuple((f[0], f[1], f[2]) for f in row[6])
+        return OutboxEntry("notify", NotifyEvent(key, row[3], row[4], row[5], failed, row[7]),
+                           at)
     raise ValueError(f"unknown outbox entry kind {kind!r}")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dagq.core.mapping import instance_name, map_spec
 from dagq.core.model import TASK_STATUSES, TaskDef, WorkflowDef
 from dagq.core.policy import required_successes
+from dagq.core.priority import banded
 from dagq.errors import DefinitionError, Problem
 
 if TYPE_CHECKING:
@@ -131,6 +132,8 @@ class Graph:
             self.slack.append(len(ids) - need)
         default_queue, default_timeout = defn.default_queue, defn.default_task_timeout_s
         self.queue: list[str] = [t.queue or default_queue for t in tasks]
+        if defn.priority is not None or any(t.priority is not None for t in tasks):
+            self.queue = banded(self.queue, enumerate(t.priority for t in tasks), defn.priority)
         self.timeout: list[float | None] = [
             t.timeout_s if t.timeout_s is not None else default_timeout for t in tasks]
         self.delay: list[float] = [float(t.delay_s) for t in tasks]
@@ -172,6 +175,9 @@ class Graph:
         self.queue = [defn.default_queue] * n
         for i, queue in zip(*fields.get("queue", ((), ())), strict=True):
             self.queue[i] = queue or defn.default_queue
+        if defn.priority is not None or "priority" in fields:  # bands: dagq.core.priority
+            self.queue = banded(self.queue, zip(*fields.get("priority", ((), ())), strict=True),
+                                defn.priority)
         self.timeout = [defn.default_task_timeout_s] * n
         for i, timeout in zip(*fields.get("timeout_s", ((), ())), strict=True):
             if timeout is not None:

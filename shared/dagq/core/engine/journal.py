@@ -81,6 +81,8 @@ def encode_delta(s: WorkflowState) -> bytes:
         "status": s.status, "updated_at": s.updated_at, "cancel": s.cancel_requested,
         "retry_ids": s.retry_ids, "notices": s.notices_sent, "susp": s.suspended,
         "creason": s.cancel_reason}
+    if s.events_sent:
+        head["events"] = s.events_sent
     if s.maps_new:
         head["maps"] = [[h, s.maps[h]] for h in s.maps_new]
     if s.held_reset:
@@ -155,6 +157,7 @@ def _apply(s: WorkflowState, doc: dict[str, Any]) -> None:
     s.cancel_requested, s.retry_ids = doc["cancel"], doc["retry_ids"]
     s.suspended, s.cancel_reason = bool(doc.get("susp")), doc.get("creason")
     s.notices_sent = doc["notices"]
+    s.events_sent = doc.get("events", s.events_sent)
     base = s.created_at
     for h, items in doc.get("maps", ()):
         if h not in s.graph.maps or h in s.maps or not isinstance(items, list):

@@ -60,6 +60,7 @@ class WorkflowState:
         "dirty",
         "dispatched_at",
         "error",
+        "events_sent",
         "finished_at",
         "graph",
         "held",
@@ -123,6 +124,7 @@ class WorkflowState:
         """Suspended: no task starts (tasks already running finish, retries included)."""
         self.retry_ids: list[str] = []
         self.notices_sent = 0
+        self.events_sent = 0  # hook events recorded (dagq.core.hooks)
         self.st = bytearray(n)  # every task starts PENDING (code 0)
         self.attempt = [0] * n
         self.round_start = [1] * n  # first attempt number of the current retry round

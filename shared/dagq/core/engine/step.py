@@ -38,10 +38,12 @@ from dagq.core.engine.types import (
     Completion,
     Dispatch,
     Effects,
+    NotifyEvent,
     OutboxEntry,
     ParentNotice,
     child_workflow_id,
 )
+from dagq.core.hooks import failure_list, fired, has_hooks
 from dagq.core.mapping import MapError, read_items
 from dagq.core.model import OutputRef
 from dagq.core.policy import retry_delay
@@ -356,6 +358,8 @@ class Step:
         self.fx.workflow_status = (prev[0] if prev else old, new)
         if new in ("completed", "failed", "cancelled") and s.parent is not None:
             self._notify_parent(new)
+        if new in ("completed", "failed", "cancelled") and has_hooks(s.definition):
+            self._notify_hooks(new)
 
     def _notify_parent(self, status: str) -> None:
         s = self.s
@@ -367,6 +371,17 @@ class Step:
                               status == "completed", error, key)
         self.fx.notices.append(notice)
         s.outbox[key] = OutboxEntry("notice", notice, self.now)
+
+    def _notify_hooks(self, status: str) -> None:
+        """Record the event that fires the run's hooks for ``status`` (if any fire)."""
+        s = self.s
+        if fired(s.definition, status):
+            s.events_sent += 1
+            key = f"{s.workflow_id}/event-{s.events_sent}"
+            counts = {STATUS_NAMES[code]: n for code, n in enumerate(s.tally) if n}
+            failed, total = failure_list(self.g.names, s.st, s.attempt, s.error, FAILED)
+            event = NotifyEvent(key, status, s.events_sent, counts, failed, total)
+            s.outbox[key] = OutboxEntry("notify", event, self.now)
 
     def _failure_summary(self, status: str) -> str:
         s = self.s

@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple
 
 from dagq.core.model import TASK_STATUSES, OutputRef
 
-OutboxKind = Literal["dispatch", "child", "notice"]
+OutboxKind = Literal["dispatch", "child", "notice", "notify"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,25 @@ class ParentNotice(NamedTuple):
     """Deterministic id of this notice (``{child_id}/notice-{n}``)."""
 
 
+class NotifyEvent(NamedTuple):
+    """Fire the hooks of a run that reached a terminal status (``dagq.core.hooks``):
+    recorded only for a definition with ``on_finish``/``on_failure``, sent by
+    ``dagq.runtime.notify`` after the state write."""
+
+    key: str
+    """The event id, unique per event: ``{workflow_id}/event-{number}``."""
+    status: str
+    """The terminal status reached: ``completed``, ``failed`` or ``cancelled``."""
+    number: int
+    """How many events this run has had, this one included (a retried run ends again)."""
+    counts: dict[str, int]
+    """Tasks by status when the status was reached."""
+    failed: tuple[tuple[str, int, str | None], ...]
+    """The first failed tasks: ``(task, attempt, error summary)``."""
+    failed_total: int
+    """How many tasks failed in all."""
+
+
 @dataclass(frozen=True, slots=True)
 class ParentLink:
     """Where a child workflow reports to: the parent's id, task and attempt."""
@@ -109,8 +128,8 @@ class OutboxEntry(NamedTuple):
     """A message the engine decided to send, kept in the state until it is known sent."""
 
     kind: OutboxKind
-    """``dispatch``, ``child`` or ``notice``."""
-    payload: Dispatch | ChildSubmit | ParentNotice
+    """``dispatch``, ``child``, ``notice`` or ``notify``."""
+    payload: Dispatch | ChildSubmit | ParentNotice | NotifyEvent
     """What to send."""
     written_at: float
     """When the decision was made (epoch seconds)."""
