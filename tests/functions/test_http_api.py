@@ -355,3 +355,13 @@ def test_suspend_resume_cancel_reason_and_retry_of_chosen_tasks(
     assert WorkflowClient(backend).state("w").cancel_reason == "wrong table"
     status, answer = http(fns["suspend_workflow"], "POST", "", route={"id": "w"})
     assert (status, answer["code"]) == (409, "finished")
+
+
+def test_submit_takes_a_priority_band(fns: dict[str, Handler], backend: Backend) -> None:
+    status, answer = http(fns["submit_workflow"], "POST", "", body=DIAMOND,
+                          params={"id": "hi", "priority": "high"})
+    assert status == 201
+    assert WorkflowClient(backend).state("hi").definition.priority == "high"
+    status, answer = http(fns["submit_workflow"], "POST", "", body=DIAMOND,
+                          params={"id": "bad", "priority": "urgent"})
+    assert (status, answer["code"]) == (400, "bad_parameter")

@@ -5,6 +5,7 @@ errors to JSON; there is no engine logic here. Routes and answers are described 
 ``openapi.json`` next to this module (served at ``GET /api/openapi.json``).
 """
 
+import dataclasses
 import json
 from functools import cache
 from importlib import resources
@@ -13,6 +14,7 @@ from typing import Any
 import azure.functions as func
 
 from dagq.core.model import TASK_STATUSES, WORKFLOW_STATUSES
+from dagq.core.priority import BANDS
 from dagq.functions import http_logs, new_blueprint
 from dagq.functions.errors import ApiError, json_response
 from dagq.functions.http_io import (
@@ -40,10 +42,14 @@ def _route_id(req: func.HttpRequest) -> str:
 
 
 def submit(runtime: Runtime, req: func.HttpRequest) -> func.HttpResponse:
-    """``POST /workflows[?id=&max_fan_in=&params=]``: 201 created, 200 same definition,
-    409 other; ``params`` is a JSON object of run parameters."""
+    """``POST /workflows[?id=&max_fan_in=&params=&priority=]``: 201 created, 200 same
+    definition, 409 other; ``params`` is a JSON object of run parameters, ``priority``
+    the run's band (``high``, ``normal``, ``low``)."""
     with paused():  # from parsing to the last write, as ``dagq submit`` does
         defn = read_definition(req, runtime.settings.max_request_bytes)
+        priority = choice_param(req, "priority", BANDS)
+        if priority is not None:
+            defn = dataclasses.replace(defn, priority=priority)
         workflow_id = text_param(req, "id")
         max_fan_in = int_param(req, "max_fan_in", None, minimum=2)
         params = object_param(req, "params")
