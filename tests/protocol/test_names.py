@@ -51,4 +51,5 @@ def test_the_reserved_queues_are_the_core_rules_ones() -> None:
     from dagq.core.rules import RESERVED_QUEUES
 
     assert names.RESERVED_QUEUES is RESERVED_QUEUES
-    assert {names.COMPLETIONS, names.DEADLETTER} == RESERVED_QUEUES
+    assert {names.COMPLETIONS, names.DEADLETTER, names.NOTIFICATIONS,
+            names.EVENTS} == RESERVED_QUEUES
