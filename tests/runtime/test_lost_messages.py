@@ -13,6 +13,7 @@ from dagq.client import WorkflowClient
 from dagq.config import Settings
 from dagq.core.model import TaskDef, WorkflowDef
 from dagq.ports import Backend
+from dagq.protocol.heartbeats import CLAIMS
 from dagq.protocol.messages import CompletionMessage, decode_task
 from dagq.runtime.coordinator import Coordinator
 from dagq.worker import heartbeat
@@ -95,4 +96,23 @@ def test_a_backlog_or_a_worker_running_it_explains_the_wait(backend: Backend) ->
         "interval": heartbeat.INTERVAL})
     coord.sweep(clock.now)
     assert coord.stats.counts["lost_resent"] == 1  # only b: a live worker runs a
+    assert [decode_task(m.body).key for m in queue.receive(10, 60)] == [b_key]
+
+
+def test_a_claim_newer_than_its_workers_heartbeat_explains_the_wait(
+        backend: Backend) -> None:
+    # the worker claimed a (announcing it) and has not written a heartbeat since
+    clock = Clock()
+    coord, _ = _started(backend, clock)
+    a_key, b_key = _lose_all(backend)
+    clock.now += AFTER + 1
+    backend.records.put(heartbeat.PARTITION, "h:1:default", {
+        "queue": "default", "host": "h", "pid": 1, "running": [],
+        "last_seen": clock.now - 2, "started_at": 1.0, "stopped": False,
+        "interval": heartbeat.INTERVAL})
+    backend.records.put(CLAIMS, a_key, {"worker": "h:1:default", "started": 1.0,
+                                        "at": clock.now - 1})
+    coord.sweep(clock.now)
+    assert coord.stats.counts["lost_resent"] == 1  # only b: a's claim holds
+    queue = backend.queues.get("default")
     assert [decode_task(m.body).key for m in queue.receive(10, 60)] == [b_key]

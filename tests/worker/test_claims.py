@@ -229,14 +229,14 @@ def test_a_claim_applied_behind_a_failed_answer_never_reads_as_finished_elsewher
     assert b.claim(KEY, False, _open).action == "run"
 
 
-def test_a_worker_that_cannot_announce_an_attempt_gives_its_claim_back(
+def test_the_claim_is_the_announcement_a_start_writes_one_record(
         backend: Backend, tmp_path: Path) -> None:
-    # the attempt is not started (its heartbeat write failed); a claim left behind would
-    # read as "finished here" to the next worker that receives the message
+    # no heartbeat write per attempt: the claim, written before the start check, is what
+    # a cancel reads (dagq.protocol.heartbeats.executing_keys); heartbeats stay periodic
     from dagq.client import WorkflowClient
     from dagq.config import Settings
     from dagq.core.model import TaskDef, WorkflowDef
-    from dagq.errors import NotFound
+    from dagq.protocol.heartbeats import executing_keys
     from dagq.runtime.coordinator import Coordinator
     from dagq.worker.runtime import Worker
 
@@ -246,11 +246,26 @@ def test_a_worker_that_cannot_announce_an_attempt_gives_its_claim_back(
     while coordinator.step():  # the submission's dispatch
         pass
     worker = Worker(backend, Settings(), "default", log_dir=tmp_path / "logs")
-    worker.heartbeat.beat = lambda running, stopped=False: False  # type: ignore[method-assign]
+    worker._announce()  # as at start-up
+    seen: list[set[str]] = []
+    check = worker.gate.check
+
+    def gate(task: object) -> str:  # what a cancel would read when the worker checks
+        import time
+        seen.append(executing_keys(backend.records, time.time(), among=[task.key]))  # type: ignore[attr-defined]
+        return check(task)  # type: ignore[arg-type]
+
+    worker.gate.check = gate  # type: ignore[method-assign]
+    written: list[str] = []
+    put = backend.records.put
+
+    def recording_put(partition: str, key: str, *args: object, **kw: object) -> str:
+        written.append(partition)
+        return put(partition, key, *args, **kw)  # type: ignore[arg-type]
+
+    backend.records.put = recording_put  # type: ignore[method-assign]
     (msg,) = backend.queues.get("default").receive(1, 60)
     worker._handle(msg)
-    assert worker.stats["succeeded"] == 0
-    key = next(iter(backend.records.list(PARTITION)), None)
-    assert key is None, f"claim left behind: {key}"
-    with pytest.raises(NotFound):
-        backend.records.get(PARTITION, msg.id)
+    assert worker.stats["succeeded"] == 1
+    assert seen == [{msg.id}]
+    assert written.count(PARTITION) == 1 and heartbeat.PARTITION not in written, written

@@ -5,9 +5,20 @@ health}`` under its id (``host:pid:queue``) every ``DAGQ_HEARTBEAT_INTERVAL`` se
 once more, marked stopped, when it exits (``dagq.worker.heartbeat``). A worker is *live*
 while its last heartbeat is younger than ``LIVE_INTERVALS`` intervals and it has not
 stopped. Clients, the coordinator and ``dagq doctor`` read them through this module.
+
+A worker announces an attempt by *claiming* it (``dagq.worker.claims``: a create-only
+record under the dispatch key in partition ``claims``, ``{worker, started, at}``) before
+it checks the workflow and starts it; its next heartbeat lists the key while it runs. So
+an attempt is executing while a live claimant's heartbeat lists it, or its claim is
+newer than the claimant's last heartbeat (``claim_holds``). A heartbeat takes its
+``last_seen`` before it reads the worker's running list, so a heartbeat newer than a
+claim lists that claim's key unless the attempt has ended.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from dagq.ports import Records
 
@@ -16,6 +27,8 @@ INTERVAL = 10.0
 """Seconds between heartbeats unless the worker recorded its own interval."""
 LIVE_INTERVALS = 3
 """Heartbeats a worker may miss before it counts as gone."""
+CLAIMS = "claims"
+"""The partition of attempt claims, keyed by dispatch key (``WORKFLOW/TASK/ATTEMPT``)."""
 
 
 def live_workers(records: Records, now: float, interval: float = INTERVAL
@@ -32,13 +45,37 @@ def live_workers(records: Records, now: float, interval: float = INTERVAL
     return out
 
 
-def executing_keys(records: Records, now: float, interval: float = INTERVAL) -> set[str]:
-    """Dispatch keys that live workers report running (a worker adds a key to its
-    heartbeat before it decides to start that attempt)."""
+def claim_holds(key: str, claim: Mapping[str, Any], beat: Mapping[str, Any] | None,
+                now: float, interval: float = INTERVAL) -> bool:
+    """Whether ``claim`` on ``key`` is still being run by its claimant, whose last
+    heartbeat is ``beat``: the claimant is live (not stopped, heard from within
+    ``LIVE_INTERVALS`` of its interval, the incarnation that claimed) and its heartbeat
+    lists the key or predates the claim."""
+    if not beat or beat.get("stopped") or beat.get("started_at") != claim.get("started"):
+        return False
+    last = float(beat.get("last_seen", 0.0))
+    if now - last > LIVE_INTERVALS * float(beat.get("interval") or interval):
+        return False
+    return key in (beat.get("running") or []) or last <= float(claim.get("at", 0.0))
+
+
+def executing_keys(records: Records, now: float, interval: float = INTERVAL,
+                   among: Iterable[str] = ()) -> set[str]:
+    """Dispatch keys that live workers are running: those their heartbeats list, and of
+    the keys ``among`` (the attempts the caller asks about) those whose claim holds
+    (one claims listing per workflow of those keys, none when every key is listed)."""
     out: set[str] = set()
+    beats: dict[str, dict[str, object]] = {}
     for workers in live_workers(records, now, interval).values():
         for w in workers:
+            beats[str(w["id"])] = w
             running = w.get("running")
             if isinstance(running, list):
                 out.update(str(key) for key in running)
+    asked = {key for key in among if key not in out}
+    for workflow_id in sorted({key.split("/", 1)[0] for key in asked}):
+        for key, claim in records.list(CLAIMS, prefix=f"{workflow_id}/"):
+            if key in asked and claim_holds(key, claim, beats.get(str(claim.get("worker"))),
+                                            now, interval):
+                out.add(key)
     return out

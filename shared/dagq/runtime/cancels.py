@@ -13,7 +13,6 @@ from dagq.core.model import TERMINAL_WORKFLOW_STATUSES
 from dagq.errors import DagqError, WorkflowFinished, WorkflowNotFound
 from dagq.ports import Backend, ChildWorkflows
 from dagq.protocol.cancels import ADMISSION_TTL_S, CANCELS
-from dagq.protocol.heartbeats import executing_keys
 from dagq.runtime.committing import Committing
 from dagq.runtime.control import Control
 
@@ -30,7 +29,6 @@ def finish_cancels(backend: Backend, now: float, *, commits: Committing, control
     worker died, or no worker serves their queue) and cancel its active children. Where
     the cancel hint and the flag disagree with each other or with the state (a cancel or
     retry stopped between its writes), publish both again from the state."""
-    executing: set[str] | None = None
     hinted = _hinted(backend)
     flagged: set[str] = set()
     for row in backend.index.query(cancel_requested=True):
@@ -55,9 +53,7 @@ def finish_cancels(backend: Backend, now: float, *, commits: Committing, control
             continue  # no cancel: nothing to settle, no children to cancel
         # settling needs the cancel written at least ADMISSION_TTL_S ago (dagq.runtime.control)
         if not written and now - row.updated_at >= 2 * ADMISSION_TTL_S:
-            if executing is None:
-                executing = executing_keys(backend.records, now)
-            control.settle(row.id, executing)
+            control.settle(row.id)  # reads the heartbeats and this workflow's claims
         cascade_cancel(children, row.id)
     for workflow_id in sorted((hinted or set()) - flagged):
         control.publish(workflow_id)  # a hint without its flag

@@ -16,12 +16,13 @@ Cancel also:
   state and re-reads the state until they agree (see ``dagq.protocol.cancels`` for why
   concurrent requests then always end agreeing with the last state write);
 * ends ``cancelled`` every attempt it waits for that no worker is executing. A worker
-  announces an attempt in its heartbeat *before* it checks the workflow and starts it,
+  announces an attempt by claiming it *before* it checks the workflow and starts it,
   and it trusts a state read for at most ``ADMISSION_TTL_S``; so once that long has
-  passed since the cancel was written, an attempt missing from every live heartbeat
-  can never start (the worker's check sees the cancel and drops the message). This
-  needs reads that see every completed write: SQLite gives that, and so do Blob and
-  Table Storage, which are strongly consistent in the primary region
+  passed since the cancel was written, an attempt that no live worker's claim or
+  heartbeat holds (``dagq.protocol.heartbeats``) can never start (the worker's check
+  sees the cancel and drops the message). This needs reads that see every completed
+  write: SQLite gives that, and so do Blob and Table Storage, which are strongly
+  consistent in the primary region
   (https://docs.microsoft.com/en-us/azure/storage/blobs/concurrency-manage).
 """
 
@@ -90,7 +91,8 @@ class Control:
         waiting = [s.workflow_id for s in states if engine.stopping_keys(s)]
         if settle and waiting:
             self.sleep(max(0.0, written + ADMISSION_TTL_S - time.monotonic()))
-            executing = executing_keys(self.backend.records, self.clock())
+            executing = executing_keys(self.backend.records, self.clock(), among=[
+                key for s in states for key in engine.stopping_keys(s)])
             for wf in waiting:
                 settled = self.settle(wf, executing)
                 if wf == workflow_id and settled is not None:
@@ -119,7 +121,8 @@ class Control:
     def settle(self, workflow_id: str,
                executing: Container[str] | None = None) -> WorkflowState | None:
         """End ``cancelled`` the attempts a cancel waits for that no live worker runs
-        (``executing``: keys from the heartbeats, read here if not given). Call it at
+        (``executing``: keys from the heartbeats and claims, read here if not given:
+        ``dagq.protocol.heartbeats.executing_keys`` asked about these). Call it at
         least ``ADMISSION_TTL_S`` after the cancel was written. The new state, or None
         if nothing changed."""
         stored = self.writer.read(workflow_id)
@@ -129,7 +132,7 @@ class Control:
         if not waiting:
             return None
         if executing is None:
-            executing = executing_keys(self.backend.records, self.clock())
+            executing = executing_keys(self.backend.records, self.clock(), among=waiting)
         if all(k in executing for k in waiting):
             return None
         seen = executing

@@ -136,7 +136,8 @@ class Sweeper:
         sent = 0
         try:
             executing = executing_keys(self.backend.records, now,
-                                       self.settings.heartbeat_interval)
+                                       self.settings.heartbeat_interval,
+                                       among=[d.key for _, d in waiting])
             for state, d in waiting:
                 if d.key in executing:
                     continue

@@ -42,7 +42,7 @@ from dagq.ports import Message, Queue, Records, StateStore
 from dagq.protocol import heartbeats as heartbeat
 from dagq.protocol.messages import TaskMessage
 
-PARTITION = "claims"
+PARTITION = heartbeat.CLAIMS
 NEW = "*new"
 KEEP_S = 24 * 3600.0
 """Claims older than this are removed by the next worker to start."""
@@ -161,7 +161,7 @@ class Claims:
         if beat.get("started_at") != rec.get("started"):  # that incarnation has exited
             beat = {**beat, "stopped": True}
         if beat and not beat.get("stopped") and now - last <= window:
-            if key in (beat.get("running") or []) or last <= float(rec.get("at", 0.0)):
+            if heartbeat.claim_holds(key, rec, beat, now, self.interval):
                 return Verdict("hide", f"running on live worker {claimant}", self._window(own))
             return Verdict("drop", f"finished on worker {claimant}")
         if not beat.get("stopped") and confirmed != last:

@@ -36,13 +36,16 @@ class Heartbeat:
         self.health: Callable[[], str | None] = lambda: None
         """Why this worker is unhealthy (e.g. a GPU problem), or None."""
 
-    def beat(self, running: list[str], *, stopped: bool = False) -> bool:
-        """Record that this worker is alive; False (and a warning) if the store refused."""
+    def beat(self, running: list[str], *, stopped: bool = False,
+             seen_at: float | None = None) -> bool:
+        """Record that this worker is alive (``seen_at``: when ``running`` was read, now
+        if not given); False (and a warning) if the store refused."""
         host, pid = self.worker_id.split(":")[:2]
         try:
             self.records.put(PARTITION, self.worker_id, {
                 "queue": self.queue, "host": host, "pid": int(pid), "running": running,
-                "last_seen": time.time(), "started_at": self.started_at, "stopped": stopped,
+                "last_seen": time.time() if seen_at is None else seen_at,
+                "started_at": self.started_at, "stopped": stopped,
                 "interval": self.interval, "health": self.health(),
             })
         except TRANSIENT as exc:  # one line when it starts, then one a minute

@@ -7,6 +7,7 @@ Write your own by subclassing ``Processor`` and start workers with
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from typing import Any
 from dagq.core.kinds import TaskKind
 from dagq.protocol.messages import TaskMessage
 from dagq.worker.process import ProcessResult, run_process
+
+log = logging.getLogger("dagq.worker")
 
 
 @dataclass
@@ -127,3 +130,18 @@ class NoopProcessor(Processor):
 
     def run(self, ctx: TaskContext) -> Outcome:
         return Outcome(True)
+
+
+def run_with(processors: list[Processor], ctx: TaskContext) -> Outcome:
+    """Run ``ctx``'s task with the first of ``processors`` that handles it; a processor
+    that raises fails the task, not the worker."""
+    for proc in processors:
+        if proc.handles(ctx.message):
+            try:
+                return proc.run(ctx)
+            except Exception as exc:
+                log.exception("processor %s crashed on %s", type(proc).__name__,
+                              ctx.message.key)
+                return Outcome(False, f"processor {type(proc).__name__} crashed: {exc!r}")
+    return Outcome(False, "no processor on this worker can run this task "
+                          "(it has neither kwargs.cmd nor kwargs.call)")

@@ -1,13 +1,13 @@
 """The worker: takes task messages from one queue and runs them with N slots.
 
-For each message: decode, announce it in the heartbeat, check that the attempt may
-start (``gate``: dropped if its workflow was cancelled or it is no longer current), write
-the inputs file, run the task through a processor, publish its output (inline up to
-32 KB, else in output storage), send the completion, then delete the message. A monitor
-thread keeps running messages invisible (until their tasks have exited, also while
-draining), polls the cancel requests once per interval and writes heartbeats. SIGTERM
-stops taking work, stops running tasks and releases their messages so another worker
-takes them at once.
+For each message: decode, claim it (the claim also announces it: see
+``dagq.protocol.heartbeats``), check that the attempt may start (``gate``: dropped if its
+workflow was cancelled or it is no longer current), write the inputs file, run the task
+through a processor, publish its output (inline up to 32 KB, else in output storage),
+send the completion, then delete the message. A monitor thread keeps running messages
+invisible (until their tasks have exited, also while draining), polls the cancel
+requests once per interval and writes heartbeats. SIGTERM stops taking work, stops
+running tasks and releases their messages so another worker takes them at once.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from dagq.worker.held import Held
 from dagq.worker.history import HistoryWriter
 from dagq.worker.liveness import Liveness, liveness_path
 from dagq.worker.poison import give_up
-from dagq.worker.processors import Outcome, Processor, TaskContext
+from dagq.worker.processors import Outcome, Processor, TaskContext, run_with
 
 log = logging.getLogger("dagq.worker")
 
@@ -90,6 +90,8 @@ class Worker:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{queue_name}"
         self.stats: Counter[str] = Counter()
         self._running: dict[str, Held] = {}
+        self._claiming: dict[str, int] = {}
+        """Keys being claimed now (by how many slots), listed in heartbeats as running."""
         self._lock = threading.Lock()
         self._shutdown = threading.Event()
         self._slots_done = threading.Event()
@@ -165,7 +167,7 @@ class Worker:
     def running_tasks(self) -> list[str]:
         """Keys of the tasks running now (and of claims not yet given back)."""
         with self._lock:
-            return sorted({*self._running, *self.claims.pending()})
+            return sorted({*self._running, *self._claiming, *self.claims.pending()})
 
     # -- slots -------------------------------------------------------------------------
     def _slot(self) -> None:
@@ -218,30 +220,35 @@ class Worker:
             self.queue.dead_letter(msg, str(exc))
             self.stats["bad_messages"] += 1
             return
-        claimed = claims.admit(self.claims, self.queue, self.backend.states, msg, task,
-                               running_here=task.key in self.running_tasks(), stats=self.stats,
-                               stopping=self._shutdown,
-                               visibility_s=self.settings.visibility_timeout)
-        if claimed is None:
-            return
-        msg = claimed
-        task = expand(self.backend, task)
-        if msg.delivery_count >= self.settings.max_deliveries:
-            give_up(self.queue, self.completions, msg, task, self.worker_id,
-                    self.settings.max_deliveries, self.stats)
-            return
-        run = Held(msg, task, hidden_until=time.monotonic()
-                       + self.settings.visibility_timeout)
-        with self._lock:
-            self._running[task.key] = run
+        running_here = task.key in self.running_tasks()
+        with self._lock:  # listed by any heartbeat that starts after the claim is written
+            self._claiming[task.key] = self._claiming.get(task.key, 0) + 1
         try:
-            # announce first, then check: a cancel that finds the key in no heartbeat
-            # knows this check will see it (see dagq.runtime.control)
-            if not self._announce():
-                log.warning("not starting %s: the heartbeat could not be written; it will "
-                            "be delivered again", task.key)
-                self.claims.give_back(task.key)
+            claimed = claims.admit(self.claims, self.queue, self.backend.states, msg, task,
+                                   running_here=running_here, stats=self.stats,
+                                   stopping=self._shutdown,
+                                   visibility_s=self.settings.visibility_timeout)
+            if claimed is None:
                 return
+            msg = claimed
+            task = expand(self.backend, task)
+            if msg.delivery_count >= self.settings.max_deliveries:
+                give_up(self.queue, self.completions, msg, task, self.worker_id,
+                        self.settings.max_deliveries, self.stats)
+                return
+            run = Held(msg, task, hidden_until=time.monotonic()
+                           + self.settings.visibility_timeout)
+            with self._lock:
+                self._running[task.key] = run
+        finally:
+            with self._lock:
+                left = self._claiming.pop(task.key) - 1
+                if left:
+                    self._claiming[task.key] = left
+        try:
+            # the claim, written before this check, announced the attempt: a cancel that
+            # finds no live claim for it knows this check will see the cancel
+            # (dagq.protocol.heartbeats, dagq.runtime.control)
             verdict = self.gate.check(task)
             if verdict != "run":
                 self.gate.refuse(task, verdict)
@@ -259,7 +266,8 @@ class Worker:
         """Write the heartbeat with the attempts held now (one writer at a time, so an
         older list never overwrites a newer one)."""
         with self._beat_lock:
-            return self.heartbeat.beat(self.running_tasks())
+            seen = time.time()  # before the list: a claim older than this is in it
+            return self.heartbeat.beat(self.running_tasks(), seen_at=seen)
 
     def _execute(self, run: Held) -> None:
         task = run.task
@@ -283,7 +291,7 @@ class Worker:
                 sync = start_task_sync(self.backend.outputs, task.kwargs, task.workflow_id,
                                        task.task, task.key, self.dirsync_interval)
                 try:
-                    outcome = self._run_processor(ctx)
+                    outcome = run_with(self.processors, ctx)
                 finally:
                     if sync is not None:
                         finish_task_sync(sync, self.stats)
@@ -323,18 +331,6 @@ class Worker:
         return task_context(self.backend, run.task, workdir, gpus, env=self._task_env,
                             log_dir=self.log_dir, stop=run.stop,
                             kill_timeout=self.settings.kill_timeout, resolve=resolve)
-
-    def _run_processor(self, ctx: TaskContext) -> Outcome:
-        for proc in self.processors:
-            if proc.handles(ctx.message):
-                try:
-                    return proc.run(ctx)
-                except Exception as exc:  # a processor bug fails the task, not the worker
-                    log.exception("processor %s crashed on %s", type(proc).__name__,
-                                  ctx.message.key)
-                    return Outcome(False, f"processor {type(proc).__name__} crashed: {exc!r}")
-        return Outcome(False, "no processor on this worker can run this task "
-                              "(it has neither kwargs.cmd nor kwargs.call)")
 
     def _publish(self, task: TaskMessage, outcome: Outcome, ctx: TaskContext,
                  duration_s: float | None = None) -> tuple[CompletionMessage, bytes]:
