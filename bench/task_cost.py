@@ -83,7 +83,7 @@ W_TRACKER_INIT = "worker: attempt tracker init"
 W_TRACKER_START = "worker: tracker start (deferred capture and record)"
 W_PROCESSOR = "worker: processor (glue)"
 W_RUN_PROCESS = "worker: run_process (watchdog, proctree, tail)"
-W_SPAWN = "worker: spawn (fork+exec supervisor)"
+W_SPAWN = "worker: spawn (posix_spawn of the supervisor)"
 W_WAIT = "worker: process run (supervisor+sh+task until exit)"
 W_PUBLISH = "worker: publish output"
 W_TRACKER_END = "worker: tracker end (record, log lines)"
@@ -91,7 +91,6 @@ W_LOG_FINISH = "worker: log capture finish (join, upload)"
 W_LOG_PUT = "worker: log object put"
 W_SEND = "worker: completion send"
 W_DELETE = "worker: ack (delete task message)"
-W_RMTREE = "worker: workdir removal"
 W_EXECUTE = "worker: _execute (glue)"
 W_HANDLE = "worker: _handle (glue)"
 C_RECEIVE = "coordinator: receive (the query that took it)"
@@ -111,13 +110,14 @@ RECEIVE_WAIT = "receive: long-poll wait"
 IDLE_QUERY = "receive: empty poll query"
 BG_HISTORY = "history writer flush (thread)"
 BG_LOG_POLL = "log capture poll (thread)"
+BG_RMTREE = "workdir removal (pacer thread, off the slot's path)"
 BG_FLUSH = "coordinator flush (outbox, index)"
 BG_SWEEP = "coordinator sweep"
 OUTSIDE = "(no phase: start-up, monitor, controls)"
 
 ORDER = [W_RECEIVE, W_DECODE, W_CLAIM, W_EXPAND, W_ANNOUNCE, W_GATE, W_MKDTEMP, W_CONTEXT,
          W_TRACKER_INIT, W_TRACKER_START, W_PROCESSOR, W_RUN_PROCESS, W_SPAWN, W_WAIT,
-         W_PUBLISH, W_TRACKER_END, W_LOG_FINISH, W_LOG_PUT, W_SEND, W_DELETE, W_RMTREE,
+         W_PUBLISH, W_TRACKER_END, W_LOG_FINISH, W_LOG_PUT, W_SEND, W_DELETE,
          W_EXECUTE, W_HANDLE, C_RECEIVE, C_DECODE, C_GROUP, C_READ, C_ETAG, C_APPLY, C_WRITE,
          C_WRITE_SQL, C_DISPATCH, C_SEND_MANY, C_INDEX, C_ACK, C_STEP]
 
@@ -291,6 +291,7 @@ def install(rec: Recorder, role: str) -> None:
     from dagq.runtime import dispatch as rt_dispatch
     from dagq.runtime import states as rt_states
     from dagq.worker import attempt_tracking, claims, gate, history, logcapture, process
+    from dagq.worker import environment as w_environment
     from dagq.worker import processors as w_processors
     from dagq.worker import publish as w_publish
     from dagq.worker import runtime as w_runtime
@@ -410,7 +411,7 @@ def install(rec: Recorder, role: str) -> None:
         wrap(W, "_context", W_CONTEXT)
         _set(w_runtime, "tempfile", types.SimpleNamespace(
             mkdtemp=rec.timed(W_MKDTEMP, tempfile.mkdtemp), gettempdir=tempfile.gettempdir))
-        wrap(w_runtime, "remove_workdir", W_RMTREE)
+        wrap(w_environment, "_remove_known", BG_RMTREE, keyed=False)
         T = attempt_tracking.AttemptTracker
         wrap(T, "__init__", W_TRACKER_INIT)
         wrap(T, "start", W_TRACKER_START)
@@ -429,7 +430,9 @@ def install(rec: Recorder, role: str) -> None:
         class TimedPopen(real_subprocess.Popen[bytes]):
             pass
 
-        wrap(TimedPopen, "__init__", W_SPAWN)
+        # the start (posix_spawn, or Popen where the task has a directory to change to)
+        # and the wait for the task's exit, whichever way it was started
+        wrap(process, "_start", W_SPAWN)
         wrap(TimedPopen, "wait", W_WAIT)
 
         proxy = types.SimpleNamespace(**{k: getattr(real_subprocess, k)
@@ -437,6 +440,10 @@ def install(rec: Recorder, role: str) -> None:
                                          if not k.startswith("__")})
         proxy.Popen = TimedPopen
         _set(process, "subprocess", proxy)
+        os_proxy = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os)
+                                            if not k.startswith("__")})
+        os_proxy.waitpid = rec.timed(W_WAIT, os.waitpid)
+        _set(process, "os", os_proxy)
     else:
         C = rt_coordinator.Coordinator
         timed_step = rec.timed(C_STEP, _get(C, "step"))

@@ -87,3 +87,32 @@ def test_a_workdir_goes_whatever_the_task_left_in_it(tmp_path: Path) -> None:
     for d in (plain, messy, odd):
         remove_workdir(d)
         assert not d.exists()
+
+
+def test_a_workdir_is_removed_off_the_slots_path_and_none_outlives_the_worker(
+        tmp_path: Path) -> None:
+    from dagq.worker.environment import (
+        INPUTS_FILE,
+        discard_workdir,
+        remove_pending_workdirs,
+    )
+
+    plain, messy, late = tmp_path / "plain", tmp_path / "messy", tmp_path / "late"
+    for d in (plain, messy, late):
+        d.mkdir()
+        (d / INPUTS_FILE).write_text("{}")
+    (messy / "sub").mkdir()
+    (messy / "sub" / "f").write_text("x")
+    pacer = Pacer()
+    discard_workdir(plain, pacer)
+    discard_workdir(messy, pacer)
+    eventually(lambda: (not plain.exists() and not messy.exists()) or None,
+               "the pacer removing both", 10.0)
+    held = Pacer()
+    gate = threading.Event()
+    held.call_later(0.0, gate.wait)  # the pacer is busy: removals wait
+    discard_workdir(late, held)
+    assert late.exists()
+    remove_pending_workdirs()  # what a stopping worker does
+    assert not late.exists()
+    gate.set()

@@ -341,3 +341,29 @@ def test_a_compiled_supervisor_older_than_its_source_is_run_with_a_warning(
     with caplog.at_level(logging.WARNING, logger=parentdeath.__name__):
         assert parentdeath.command() == (str(stale),)
     assert "older than its source" in caplog.text
+
+
+def test_the_task_inherits_no_descriptor_and_no_ignored_signal(tmp_path: Path) -> None:
+    """Whichever way the task is started (``posix_spawn`` passes on what is not
+    close-on-exec): only stdin, stdout and stderr, and SIGPIPE/SIGXFSZ at their defaults."""
+    leaked = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(leaked, True)
+    try:
+        code, tail, _ = _run(tmp_path, ["/bin/sh", "-c",
+                                        "ls /proc/$$/fd; grep SigIgn /proc/$$/status"])
+    finally:
+        os.close(leaked)
+    assert code == 0, tail
+    lines = tail.split()
+    assert sorted(int(x) for x in lines[:-2]) == [0, 1, 2], tail
+    ignored = int(lines[-1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1) | 1 << (signal.SIGXFSZ - 1)), tail
+
+
+def test_a_task_with_a_directory_starts_there(tmp_path: Path) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    result = run_process(["/bin/sh", "-c", "pwd"], env=dict(os.environ), cwd=str(here),
+                         log_path=tmp_path / "log", stop=threading.Event(), timeout_s=None,
+                         kill_timeout=5.0)
+    assert (result.returncode, result.tail.strip()) == (0, str(here))

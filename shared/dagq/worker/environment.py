@@ -17,6 +17,7 @@ from dagq.core.mapping import ITEM_ENV, ITEM_JSON_ENV, item_text
 from dagq.ports import Backend
 from dagq.protocol.messages import TaskMessage, ref_from_json
 from dagq.protocol.outputs import fetch_verified
+from dagq.worker.pacer import PACER, Pacer
 from dagq.worker.processors import TaskContext
 
 
@@ -95,9 +96,51 @@ def _fetched(backend: Backend, value: Any) -> Any:
 def remove_workdir(path: Path) -> None:
     """Remove an attempt's working directory: most hold only the files the worker put
     there, and removing those by name costs a fraction of walking the tree."""
+    if not _remove_known(path):  # the task left more behind
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def discard_workdir(path: Path, pacer: Pacer = PACER) -> None:
+    """Remove an attempt's working directory off the slot's path, on the worker's pacer
+    thread (removing two files and a directory takes about 0.2 ms on some file systems,
+    which the next attempt need not wait for); what a task left behind is removed by a
+    thread of its own, so the pacer's other callbacks are not held up."""
+
+    def remove() -> None:
+        with _PENDING_LOCK:
+            if path not in _PENDING:  # removed by remove_pending_workdirs
+                return
+            _PENDING.discard(path)
+        if not _remove_known(path):
+            threading.Thread(target=shutil.rmtree, args=(path,), kwargs={"ignore_errors": True},
+                             name="dagq-workdir-removal", daemon=True).start()
+
+    with _PENDING_LOCK:
+        _PENDING.add(path)
+    pacer.call_later(0.0, remove)
+
+
+def remove_pending_workdirs() -> None:
+    """Remove now the directories ``discard_workdir`` has not removed yet (a worker that
+    stops leaves none behind)."""
+    with _PENDING_LOCK:
+        paths = list(_PENDING)
+        _PENDING.clear()
+    for path in paths:
+        remove_workdir(path)
+
+
+_PENDING: set[Path] = set()
+_PENDING_LOCK = threading.Lock()
+
+
+def _remove_known(path: Path) -> bool:
     try:
         for name in (INPUTS_FILE, OUTPUT_FILE):
             (path / name).unlink(missing_ok=True)
         os.rmdir(path)
-    except OSError:  # the task left more behind
-        shutil.rmtree(path, ignore_errors=True)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True

@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from dagq.worker import proctree
-from dagq.worker.parentdeath import wrap
+from dagq.worker.parentdeath import available, command, wrap
 
 TAIL_BYTES = 4000
 
@@ -149,19 +150,15 @@ def run_process(
     token = proctree.new_token()
     full_env = {**env, proctree.TOKEN_ENV: token}
     with open(log_path, "ab") as log, proctree.roots_lock():
-        proc = subprocess.Popen(
-            wrap(argv, full_env), env=full_env, cwd=cwd,
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        proctree.add_root(proc.pid)
+        pid, wait = _start(wrap(argv, full_env), full_env, cwd, log)
+        proctree.add_root(pid)
     deadline = time.monotonic() + timeout_s if timeout_s is not None else None
-    watch = _Watch(proc.pid, token, stop, deadline, kill_timeout)
+    watch = _Watch(pid, token, stop, deadline, kill_timeout)
     _WATCHDOG.add(watch)
     try:
         if on_start is not None:
-            on_start(proc.pid)
-        rc = proc.wait()
+            on_start(pid)
+        rc = wait()
         if watch.stopped or watch.timed_out:
             # the shell leader dies at once on SIGTERM; the programs it started keep their
             # grace (the watchdog SIGKILLs the whole tree after ``kill_timeout``); the
@@ -170,13 +167,43 @@ def run_process(
                 time.sleep(0.05)
                 proctree.reap_orphans()  # zombies of re-parented members count as alive
     finally:
-        _WATCHDOG.remove(proc.pid)
-        proctree.remove_root(proc.pid)
+        _WATCHDOG.remove(pid)
+        proctree.remove_root(pid)
     # the tree may outlive its leader (background children): make sure it is gone
     if watch.stopped or watch.timed_out:
-        proctree.signal_all(proc.pid, watch.scan(time.monotonic()), signal.SIGKILL)
+        proctree.signal_all(pid, watch.scan(time.monotonic()), signal.SIGKILL)
     return ProcessResult(rc, read_tail(log_path), timed_out=watch.timed_out,
                          stopped=watch.stopped)
+
+
+def _start(argv: list[str], env: Mapping[str, str], cwd: str | None, log: BinaryIO
+           ) -> tuple[int, Callable[[], int]]:
+    """Start ``argv`` in a session of its own, stdin from /dev/null, stdout and stderr to
+    ``log``: its pid and a function that waits for its return code (negative: killed by
+    that signal). Under the compiled supervisor (which closes what it inherits) with no
+    directory to change to, ``posix_spawn`` starts it: about 0.3 ms less per task than
+    ``Popen``, whose child runs Python's fork-and-exec code and reports back through a
+    pipe; otherwise ``Popen``."""
+    if cwd is None and _POSIX_SPAWN and argv[0] == _compiled():
+        pid = os.posix_spawn(argv[0], argv, env, setsid=True, setsigdef=_RESTORED, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, log.fileno(), 1), (os.POSIX_SPAWN_DUP2, log.fileno(), 2)])
+        return pid, lambda: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    return proc.pid, proc.wait
+
+
+def _compiled() -> str | None:
+    """The compiled supervisor's path where tasks run under it."""
+    prefix = command() if available() else ()
+    return prefix[0] if len(prefix) == 1 else None
+
+
+_POSIX_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "waitstatus_to_exitcode")
+_RESTORED = (signal.SIGPIPE, signal.SIGXFSZ)
+"""Signals Python ignores that a started process gets back at their defaults (as
+``Popen``'s ``restore_signals``)."""
 
 
 def _group_alive(pgid: int) -> bool:

@@ -39,7 +39,7 @@ from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.bands import BandedQueue
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import finish_task_sync, start_task_sync, synced_prefixes
-from dagq.worker.environment import remove_workdir, task_context, task_env
+from dagq.worker.environment import discard_workdir, remove_pending_workdirs, task_context, task_env
 from dagq.worker.gate import Gate, stop
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.held import Held
@@ -134,6 +134,7 @@ class Worker:
         self._shutdown.set()
         self._slots_done.set()
         monitor.join(timeout=5)
+        remove_pending_workdirs()
         self.history.stop()
         self.heartbeat.stop()
         self.liveness.stop()
@@ -324,7 +325,7 @@ class Worker:
                 tracker.end(Outcome(False, "the worker could not finish handling the attempt"))
             if gpus and self.gpu_pool is not None:
                 self.gpu_pool.release(gpus)
-            remove_workdir(workdir)
+            discard_workdir(workdir)
 
     def _context(self, run: Held, workdir: Path, gpus: list[str] | None,
                  resolve: bool = True) -> TaskContext:

@@ -10,7 +10,8 @@
  * SIGXFSZ and an empty signal mask; exits as that child did; on the worker's SIGTERM
  * (a stop) waits for the whole tree; on the worker's death SIGKILLs every descendant,
  * until none is left, and exits 125. --unset / --set are applied (C has no locale
- * coercion to undo, so parentdeath.wrap passes none). POSIX and Linux prctl, libc only.
+ * coercion to undo, so parentdeath.wrap passes none). It first closes every descriptor
+ * above stderr it inherited. POSIX and Linux prctl, libc only.
  *
  * Build: cc -O2 -Wall -Wextra -Werror -o .venv/bin/dagq-supervisor supervisor.c */
 #define _GNU_SOURCE
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -226,12 +228,35 @@ static void supervise(pid_t parent, char **argv) {
     }
 }
 
+/* Close every descriptor above stderr: the worker starts this with posix_spawn, which
+ * passes on whatever the worker holds without close-on-exec. */
+static void close_inherited(void) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0) return;
+#endif
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir) {
+        long max = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < (max > 0 ? max : 1024); fd++) close((int)fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (*end || fd < 3 || fd == dirfd(dir)) continue;
+        close((int)fd);
+    }
+    closedir(dir);
+}
+
 static int usage(void) {
     if (write(2, USAGE, sizeof USAGE - 1) < 0) {}
     return EXIT_USAGE;
 }
 
 int main(int argc, char **argv) {
+    close_inherited();
     char **args = argv + 1;
     int n = argc - 1, sep = -1;
     for (int i = 0; i < n; i++)

@@ -32,8 +32,10 @@ the session the worker made for the task, and
   covered during its grace. A SIGTERM from anyone else changes nothing; other signals
   stay blocked.
 
-Where the parent-death signal or the subreaper cannot be set (not Linux) the supervisor
-executes ARGV in its place, as if unwrapped.
+It first closes every descriptor above stderr it inherited (the worker may start it with
+``posix_spawn``, which passes on whatever is not close-on-exec). Where the parent-death
+signal or the subreaper cannot be set (not Linux) the supervisor executes ARGV in its
+place, as if unwrapped.
 """
 
 import posix
@@ -243,6 +245,7 @@ def main(args: list[str]) -> None:
     behalf of the worker WORKER_PID, with the environment variables named put back as
     the task's environment has them (the interpreter's start may change ``LC_CTYPE``:
     the C locale coercion of PEP 538, which ``-I`` does not turn off)."""
+    posix.closerange(3, max(posix.sysconf("SC_OPEN_MAX"), 3))  # nothing inherited
     sep = args.index("--") if "--" in args else -1
     pairs = [(args[i], args[i + 1]) for i in range(1, sep - 1, 2)]
     if (sep < 1 or sep == len(args) - 1 or not args[0].isdigit() or sep % 2 == 0
