@@ -55,7 +55,7 @@ import threading
 import time
 import types
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -535,13 +535,22 @@ def chain(n: int, name: str = "cost-chain") -> WorkflowDef:
         TaskDef(f"c{i}", CMD, (f"c{i - 1}",) if i else ()) for i in range(n)))
 
 
-def wait_terminal(client: WorkflowClient, wf_id: str, timeout: float = 900) -> str:
-    """Poll the index row until the workflow is terminal; returns the status."""
+def wait_terminal(client: WorkflowClient, wf_id: str, timeout: float = 900,
+                  procs: Mapping[str, subprocess.Popen[bytes]] | None = None,
+                  logs: Mapping[str, Path] | None = None) -> str:
+    """Poll the index row until the workflow is terminal; returns the status. Raises
+    if one of ``procs`` (by role) exits first, naming its log in ``logs``, or time runs
+    out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = client.row(wf_id).status
         if status in TERMINAL_WORKFLOW_STATUSES:
             return status
+        for role, proc in (procs or {}).items():
+            if proc.poll() is not None:
+                where = f"; its log: {logs[role]}" if logs and role in logs else ""
+                raise RuntimeError(f"the {role} exited with code {proc.returncode} before "
+                                   f"{wf_id} finished{where}")
         time.sleep(0.002)
     raise TimeoutError(f"{wf_id} did not finish in {timeout}s")
 
@@ -577,13 +586,14 @@ def run_scenario(tmp: Path, name: str, defn: WorkflowDef, slots: int,
             procs[role] = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                                            stderr=log, start_new_session=True)
         stack.callback(_stop, list(procs.values()))
+        logs = {role: tmp / f"{name}-{role}.log" for role in roles}
         time.sleep(1.0)
         warm = client.submit(chain(5, "cost-warmup")).id
-        if wait_terminal(client, warm) != "completed":
+        if wait_terminal(client, warm, procs=procs, logs=logs) != "completed":
             raise RuntimeError("warm-up chain failed")
         t0 = time.perf_counter()
         wf_id = client.submit(defn).id
-        status = wait_terminal(client, wf_id)
+        status = wait_terminal(client, wf_id, procs=procs, logs=logs)
         wall = time.perf_counter() - t0
         if status != "completed":
             raise RuntimeError(f"{defn.name} ended {status}")
