@@ -72,7 +72,15 @@ def executing_keys(records: Records, now: float, interval: float = INTERVAL,
             running = w.get("running")
             if isinstance(running, list):
                 out.update(str(key) for key in running)
-    asked = {key for key in among if key not in out}
+    return out | held_claims(records, beats, now, interval, [k for k in among if k not in out])
+
+
+def held_claims(records: Records, beats: Mapping[str, Mapping[str, Any]], now: float,
+                interval: float, among: Iterable[str]) -> set[str]:
+    """Of the dispatch keys ``among``, those whose claim holds, given the live workers'
+    heartbeats ``beats`` by worker id (one claims listing per workflow of those keys)."""
+    asked = set(among)
+    out: set[str] = set()
     for workflow_id in sorted({key.split("/", 1)[0] for key in asked}):
         for key, claim in records.list(CLAIMS, prefix=f"{workflow_id}/"):
             if key in asked and claim_holds(key, claim, beats.get(str(claim.get("worker"))),

@@ -1,10 +1,11 @@
 """What the engine state alone cannot say about a run: which attempts workers have
-started and which queues have a live worker, read from the workers' heartbeats.
+started and which queues have a live worker, read from the workers' heartbeats and
+claims.
 
-A worker lists the dispatch keys it runs in every heartbeat and writes one as soon as
-its set of running tasks changes (at most once a second, see ``worker.runtime``), so an
-attempt shows as ``started`` within about a second of a worker taking it and as
-``queued`` before. These facts feed the pure ``dagq.core.explain``.
+A worker claims an attempt before it starts it and lists the dispatch keys it runs in
+every heartbeat (``dagq.protocol.heartbeats``), so an attempt shows as ``started`` as
+soon as a live worker's claim on it is written, and as ``queued`` before. These facts
+feed the pure ``dagq.core.explain``.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from dagq.core.engine.state import WorkflowState
-from dagq.core.explain import Facts, explain, phases
+from dagq.core.explain import Facts, dispatch_key, explain, phases
 from dagq.errors import DagqError
 from dagq.graph.model import GraphModel, from_state
 from dagq.ports import Backend
-from dagq.protocol.heartbeats import live_workers
+from dagq.protocol.heartbeats import INTERVAL, held_claims, live_workers
 from dagq.protocol.slots import keyed, waiting
 
 
@@ -29,9 +30,16 @@ def gather_facts(backend: Backend, state: WorkflowState, now: float,
         workers = live_workers(backend.records, now)
     except DagqError:  # without heartbeats, say nothing rather than something wrong
         return Facts(now, outbox_grace_s=outbox_grace_s)
-    started = frozenset(str(k) for ws in workers.values() for w in ws
-                        for k in _keys(w.get("running")))
-    return Facts(now, started, frozenset(workers), outbox_grace_s, _slots(backend, state))
+    listed = {str(k) for ws in workers.values() for w in ws for k in _keys(w.get("running"))}
+    beats = {str(w["id"]): w for ws in workers.values() for w in ws}
+    unlisted = [key for key in (dispatch_key(state, i) for i in state.running_set)
+                if key not in listed]
+    try:  # a claim newer than its worker's last heartbeat: started, not listed yet
+        claimed = held_claims(backend.records, beats, now, INTERVAL, unlisted)
+    except DagqError:
+        claimed = set()
+    return Facts(now, frozenset(listed | claimed), frozenset(workers), outbox_grace_s,
+                 _slots(backend, state))
 
 
 def _slots(backend: Backend, state: WorkflowState) -> dict[str, tuple[str, int, list[str]]]:
