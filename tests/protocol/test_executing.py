@@ -80,3 +80,9 @@ def test_a_heartbeat_written_during_a_claim_lists_the_key(backend: Backend,
     beat, _ = backend.records.get(PARTITION, worker.worker_id)
     assert KEY in beat["running"]
     assert claim_holds(KEY, claim, {"id": worker.worker_id, **beat}, time.time())
+
+
+def test_a_damaged_claim_or_heartbeat_holds_nothing_and_raises_nothing() -> None:
+    assert not claim_holds(KEY, {**CLAIM, "at": "soon"}, _beat(NOW - 5), NOW)
+    assert not claim_holds(KEY, CLAIM, {**_beat(NOW - 5), "interval": [1]}, NOW)
+    assert claim_holds(KEY, {**CLAIM, "at": "soon"}, _beat(NOW - 5), NOW, damaged=True)

@@ -46,17 +46,21 @@ def live_workers(records: Records, now: float, interval: float = INTERVAL
 
 
 def claim_holds(key: str, claim: Mapping[str, Any], beat: Mapping[str, Any] | None,
-                now: float, interval: float = INTERVAL) -> bool:
+                now: float, interval: float = INTERVAL, *, damaged: bool = False) -> bool:
     """Whether ``claim`` on ``key`` is still being run by its claimant, whose last
     heartbeat is ``beat``: the claimant is live (not stopped, heard from within
     ``LIVE_INTERVALS`` of its interval, the incarnation that claimed) and its heartbeat
-    lists the key or predates the claim."""
+    lists the key or predates the claim. ``damaged``: the answer for a record whose
+    times are not numbers."""
     if not beat or beat.get("stopped") or beat.get("started_at") != claim.get("started"):
         return False
-    last = float(beat.get("last_seen", 0.0))
-    if now - last > LIVE_INTERVALS * float(beat.get("interval") or interval):
-        return False
-    return key in (beat.get("running") or []) or last <= float(claim.get("at", 0.0))
+    try:
+        last = float(beat.get("last_seen", 0.0))
+        live = now - last <= LIVE_INTERVALS * float(beat.get("interval") or interval)
+        at = float(claim.get("at", 0.0))
+    except (TypeError, ValueError):
+        return damaged
+    return live and (key in (beat.get("running") or []) or last <= at)
 
 
 def executing_keys(records: Records, now: float, interval: float = INTERVAL,

@@ -161,7 +161,8 @@ class Claims:
         if beat.get("started_at") != rec.get("started"):  # that incarnation has exited
             beat = {**beat, "stopped": True}
         if beat and not beat.get("stopped") and now - last <= window:
-            if heartbeat.claim_holds(key, rec, beat, now, self.interval):
+            # a damaged record of a live claimant: hide and look again, never drop
+            if heartbeat.claim_holds(key, rec, beat, now, self.interval, damaged=True):
                 return Verdict("hide", f"running on live worker {claimant}", self._window(own))
             return Verdict("drop", f"finished on worker {claimant}")
         if not beat.get("stopped") and confirmed != last:
