@@ -5,7 +5,6 @@ the sweep, and a high band drained before a low one (docs/concurrency.md)."""
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from dagq.runtime.coordinator import Coordinator
 from dagq.runtime.slots import Slots
 from dagq.views.observe import explanations
 from dagq.worker.runtime import Worker
+from tests.runtime.running import run_threads_until
 
 FAST = Settings(sweep_interval=0.5, outbox_grace=1.0, outbox_flush=0.2, idle_poll=0.05,
                 heartbeat_interval=1.0)
@@ -44,24 +44,10 @@ def keyed_wf(name: str, log: Path, n: int = 4, limit: int = 2) -> WorkflowDef:
 
 def run_until(client: WorkflowClient, coord: Coordinator, workers: list[Worker],
               ids: list[str], deadline_s: float = 90.0) -> None:
-    stop = threading.Event()
-    threads = [threading.Thread(target=coord.run, args=(stop,), daemon=True)]
-    threads += [threading.Thread(target=w.run, args=(False,), daemon=True) for w in workers]
-    for t in threads:
-        t.start()
-    try:
-        end = time.monotonic() + deadline_s
-        while time.monotonic() < end:
-            if all(client.row(i).status in TERMINAL_WORKFLOW_STATUSES for i in ids):
-                return
-            time.sleep(0.1)
-        raise AssertionError({i: client.row(i).status for i in ids})
-    finally:
-        stop.set()
-        for w in workers:
-            w.shutdown()
-        for t in threads:
-            t.join(timeout=10)
+    run_threads_until(
+        coord, workers,
+        lambda: all(client.row(i).status in TERMINAL_WORKFLOW_STATUSES for i in ids),
+        lambda: {i: client.row(i).status for i in ids}, deadline_s)
 
 
 def test_a_key_never_runs_more_than_its_limit_across_workflows(

@@ -6,7 +6,6 @@ terminal event (docs/notifications.md)."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 import types
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from dagq.runtime.coordinator import Coordinator
 from dagq.runtime.notify import handler_id
 from dagq.worker.runtime import Worker
 from tests.fixtures.webhook import Hook
+from tests.runtime.running import run_threads_until
 
 SECRET = "s3cret-for-tests"
 FAST = Settings(sweep_interval=0.5, outbox_grace=1.0, outbox_flush=0.2, idle_poll=0.05,
@@ -59,24 +59,7 @@ def wf(name: str, ok: bool, **hooks: Any) -> WorkflowDef:
 
 def run_until(client: WorkflowClient, coord: Coordinator, workers: list[Worker],
               done: Any, deadline_s: float = 60.0) -> None:
-    stop = threading.Event()
-    threads = [threading.Thread(target=coord.run, args=(stop,), daemon=True)]
-    threads += [threading.Thread(target=w.run, args=(False,), daemon=True) for w in workers]
-    for t in threads:
-        t.start()
-    try:
-        end = time.monotonic() + deadline_s
-        while time.monotonic() < end:
-            if done():
-                return
-            time.sleep(0.1)
-        raise AssertionError("timed out")
-    finally:
-        stop.set()
-        for w in workers:
-            w.shutdown()
-        for t in threads:
-            t.join(timeout=10)
+    run_threads_until(coord, workers, done, lambda: "timed out", deadline_s)
 
 
 def ended(client: WorkflowClient, *ids: str) -> bool:
