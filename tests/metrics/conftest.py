@@ -37,7 +37,8 @@ RunFlow = Callable[[Sink], tuple[str, WorkflowClient]]
 
 @pytest.fixture
 def run_flow(tmp_path: Path) -> Iterator[RunFlow]:
-    """Install a sink, run ``FLOW`` to completion, sweep once; the id and a client."""
+    """Install a sink, run ``FLOW`` to completion, sweep once and stop the coordinator
+    and workers; the id and a client."""
     opened = []
 
     def run(sink: Sink) -> tuple[str, WorkflowClient]:
@@ -49,14 +50,16 @@ def run_flow(tmp_path: Path) -> Iterator[RunFlow]:
         defn = load_definition(FLOW.replace("{marker}", str(tmp_path / "marker")))
         rid = client.submit(defn, workflow_id="metered-1").id
         local = LocalRuntime(backend, settings, {"default"}, 2, children=client)
-        opened.append((local, backend))
+        opened.append(backend)
         local.start()
-        assert client.wait(rid, 60, interval_s=0.1)["status"] == "completed"
-        local.coordinator.sweep(local.coordinator.clock())
+        try:
+            assert client.wait(rid, 60, interval_s=0.1)["status"] == "completed"
+            local.coordinator.sweep(local.coordinator.clock())
+        finally:  # stopped: what a test submits afterwards stays where it is put
+            local.close()
         return rid, client
 
     yield run
     metrics.set_sink(None)
-    for local, backend in opened:
-        local.close()
+    for backend in opened:
         backend.close()
