@@ -83,7 +83,7 @@ W_TRACKER_INIT = "worker: attempt tracker init"
 W_TRACKER_START = "worker: tracker start (deferred capture and record)"
 W_PROCESSOR = "worker: processor (glue)"
 W_RUN_PROCESS = "worker: run_process (watchdog, proctree, tail)"
-W_SPAWN = "worker: spawn (posix_spawn of the supervisor)"
+W_SPAWN = "worker: spawn (ask the spawn server, or start a supervisor)"
 W_WAIT = "worker: process run (supervisor+sh+task until exit)"
 W_PUBLISH = "worker: publish output"
 W_TRACKER_END = "worker: tracker end (record, log lines)"
@@ -264,10 +264,18 @@ def _get(owner: object, attr: str) -> Any:
 
 
 def _cpu_s() -> tuple[float, float]:
-    """CPU seconds of this process and of its waited-for children."""
+    """CPU seconds of this process and of its child processes: those it waited for, and
+    its spawn servers with the tasks they waited for (``/proc/PID/stat``)."""
+    from dagq.worker import spawner
+
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+    served = 0.0
+    for srv in list(spawner._servers.values()):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{srv.pid}/stat").read_text().rpartition(")")[2].split()
+            served += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime + served
 
 
 def _key_of(msg_id: str) -> str | None:
@@ -739,18 +747,27 @@ def show(title: str, a: dict[str, Any]) -> None:
 
 def spawn_micro(tmp: Path, n: int) -> dict[str, tuple[float, float]]:
     """Spawn-to-exit of ``true`` N times each way, as the worker starts tasks (own session,
-    output to a log file): through the supervisor and sh, through sh alone, directly."""
+    output to a log file): through the spawn server and sh (``run_process``, as the worker
+    does), through a supervisor of its own and sh, through sh alone, directly."""
     from dagq.worker.parentdeath import command
+    from dagq.worker.process import run_process
 
     sup = list(command())
     log = tmp / "spawn.log"
+    out: dict[str, tuple[float, float]] = {}
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        run_process(["/bin/sh", "-c", "true"], env=dict(os.environ), cwd=None, log_path=log,
+                    stop=threading.Event(), timeout_s=None, kill_timeout=5.0)
+        times.append((time.perf_counter_ns() - t0) / 1000)
+    out["run_process: /bin/sh -c true (as the worker does)"] = _stats(times)
     ways = {
-        "supervisor + /bin/sh -c true (as the worker does)":
+        "a supervisor of its own + /bin/sh -c true":
             [*sup, str(os.getpid()), "--", "/bin/sh", "-c", "true"],
         "/bin/sh -c true (no supervisor)": ["/bin/sh", "-c", "true"],
         "true (no supervisor, no shell)": ["/bin/true"],
     }
-    out: dict[str, tuple[float, float]] = {}
     with open(log, "ab") as f:
         for label, argv in ways.items():
             times = []
@@ -806,8 +823,9 @@ def main() -> None:
     result: dict[str, Any] = {"date": datetime.date.today().isoformat(),
                               "cpus": os.cpu_count(), "slots": args.slots,
                               "python": sys.version.split()[0]}
-    from dagq.worker.parentdeath import command
-    result["supervisor"] = " ".join(command())
+    from dagq.worker.parentdeath import command, serving
+    result["supervisor"] = " ".join(command()) + (" --serve (one per worker)" if serving()
+                                                   else " (one per task)")
     scenarios: list[tuple[str, str, WorkflowDef, list[str] | None]] = []
     if args.chain:
         names = [f"c{i}" for i in range(args.chain)]

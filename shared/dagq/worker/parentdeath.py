@@ -13,7 +13,9 @@ worker's death SIGKILLs every descendant of the task (orphans included: they are
 re-parented to it) and otherwise exits as the task's first process did, so return codes,
 stops and timeouts read as before. ``dagq-supervisor`` is ``supervisor.c`` compiled
 (``scripts/setup`` puts it in ``.venv/bin``, the images in ``/opt/venv/bin``; found by
-``find_binary``) and costs about 1 ms per task. Without it the same supervisor runs as
+``find_binary``) and costs about 1 ms per task; a worker runs it once instead, as its
+spawn server (``dagq.worker.spawner``: the same guarantees for all of its tasks, one
+``vfork`` and ``execve`` per task). Without it the same supervisor runs as
 ``python -I -S supervisor.py WORKER_PID --unset LC_CTYPE -- ARGV`` (``dagq.worker.
 supervisor``, or its up-to-date compiled file), which costs an interpreter start per task
 (about 20 ms on a busy 2-core machine, ~9 MB resident of which ~3 MB private); the worker
@@ -46,6 +48,9 @@ SUPERVISOR_C = Path(__file__).with_name("supervisor.c")
 BINARY = "dagq-supervisor"
 SUPERVISOR_ENV = "DAGQ_SUPERVISOR"
 """Names the supervisor to run: the compiled one's path, or a ``supervisor.py``."""
+SERVER_ENV = "DAGQ_SPAWN_SERVER"
+"""``0`` runs the compiled supervisor once per task instead of as this process's spawn
+server (``dagq.worker.spawner``): the way tasks were started before the server."""
 
 _AVAILABLE = (sys.platform.startswith("linux") and bool(sys.executable)
               and SUPERVISOR.is_file() and Path("/proc/self/stat").exists())
@@ -117,6 +122,13 @@ def command() -> tuple[str, ...]:
                  "`cc -O2 -o %s %s`", BINARY, Path(sys.executable).with_name(BINARY),
                  SUPERVISOR_C)
     return (sys.executable, "-I", "-S", _SCRIPT)
+
+
+def serving() -> bool:
+    """True where tasks start through the spawn server: the compiled supervisor runs and
+    ``$DAGQ_SPAWN_SERVER`` is not ``0``."""
+    return (_AVAILABLE and len(command()) == 1
+            and os.environ.get(SERVER_ENV, "1").strip().lower() not in ("0", "false", "no"))
 
 
 def available() -> bool:

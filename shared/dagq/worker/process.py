@@ -1,13 +1,17 @@
 """Run one task process in its own process group, with timeout, cancellation and kill
 escalation to its whole process tree (``dagq.worker.proctree``).
 
-On Linux the process started is the task's supervisor (``dagq.worker.parentdeath``), the
-parent of the task's first process (which has a session and group of its own, as
-before); it kills the whole tree if this process dies, and otherwise ends as the task's
-first process did (same return code)."""
+On Linux a task runs under a supervisor (``dagq.worker.parentdeath``) that kills its
+whole tree if this process dies: this process's spawn server (``dagq.worker.spawner``)
+where the compiled supervisor is built, which starts the task's first process itself
+(a session and group of its own, as before) and reports its return code; otherwise a
+supervisor per task, the parent of the task's first process, which ends as that
+process did (same return code)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -18,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from dagq.worker import proctree
-from dagq.worker.parentdeath import available, command, wrap
+from dagq.worker import proctree, spawner
+from dagq.worker.parentdeath import available, command, serving, wrap
 
 TAIL_BYTES = 4000
 
@@ -149,16 +153,22 @@ def run_process(
     ``kill_timeout`` seconds; returns when the process (and, if stopped, its tree) ended."""
     token = proctree.new_token()
     full_env = {**env, proctree.TOKEN_ENV: token}
-    with open(log_path, "ab") as log, proctree.roots_lock():
-        pid, wait = _start(wrap(argv, full_env), full_env, cwd, log)
-        proctree.add_root(pid)
+    with open(log_path, "ab") as log:
+        pid, wait, rooted = _start(argv, full_env, cwd, log)
     deadline = time.monotonic() + timeout_s if timeout_s is not None else None
     watch = _Watch(pid, token, stop, deadline, kill_timeout)
     _WATCHDOG.add(watch)
     try:
         if on_start is not None:
             on_start(pid)
-        rc = wait()
+        try:
+            rc = wait()
+        except spawner.ServerLost as exc:  # its first process died with it (SIGKILL)
+            watch.kill()
+            with open(log_path, "ab") as log:
+                log.write(f"\ndagq: {exc}; the task was killed (see the worker's log)\n"
+                          .encode())
+            rc = -signal.SIGKILL
         if watch.stopped or watch.timed_out:
             # the shell leader dies at once on SIGTERM; the programs it started keep their
             # grace (the watchdog SIGKILLs the whole tree after ``kill_timeout``); the
@@ -168,7 +178,8 @@ def run_process(
                 proctree.reap_orphans()  # zombies of re-parented members count as alive
     finally:
         _WATCHDOG.remove(pid)
-        proctree.remove_root(pid)
+        if rooted:
+            proctree.remove_root(pid)
     # the tree may outlive its leader (background children): make sure it is gone
     if watch.stopped or watch.timed_out:
         proctree.signal_all(pid, watch.scan(time.monotonic()), signal.SIGKILL)
@@ -176,22 +187,39 @@ def run_process(
                          stopped=watch.stopped)
 
 
-def _start(argv: list[str], env: Mapping[str, str], cwd: str | None, log: BinaryIO
-           ) -> tuple[int, Callable[[], int]]:
+def _start(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, log: BinaryIO
+           ) -> tuple[int, Callable[[], int], bool]:
     """Start ``argv`` in a session of its own, stdin from /dev/null, stdout and stderr to
-    ``log``: its pid and a function that waits for its return code (negative: killed by
-    that signal). Under the compiled supervisor (which closes what it inherits) with no
-    directory to change to, ``posix_spawn`` starts it: about 0.3 ms less per task than
-    ``Popen``, whose child runs Python's fork-and-exec code and reports back through a
-    pipe; otherwise ``Popen``."""
-    if cwd is None and _POSIX_SPAWN and argv[0] == _compiled():
-        pid = os.posix_spawn(argv[0], argv, env, setsid=True, setsigdef=_RESTORED, file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, log.fileno(), 1), (os.POSIX_SPAWN_DUP2, log.fileno(), 2)])
-        return pid, lambda: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    return proc.pid, proc.wait
+    ``log``: its pid, a function that waits for its return code (negative: killed by
+    that signal), and whether it is this process's child (registered with ``proctree``).
+
+    Under the spawn server where it runs (one ``vfork`` and ``execve`` per task); else
+    under a supervisor of its own: ``posix_spawn`` where that is the compiled one (which
+    closes what it inherits) and there is no directory to change to, about 0.3 ms less
+    per task than ``Popen``, whose child runs Python's fork-and-exec code and reports
+    back through a pipe; otherwise ``Popen``."""
+    binary = _compiled()
+    for _ in range(2):  # a server found lost is replaced once
+        srv = spawner.server(binary) if binary is not None and serving() else None
+        if srv is None:
+            break
+        with contextlib.suppress(spawner.ServerLost):
+            rid, pid = srv.start(argv, env, cwd, log.fileno())
+            return pid, functools.partial(srv.wait, rid), False
+    with proctree.roots_lock():
+        wrapped = wrap(argv, env)
+        if cwd is None and _POSIX_SPAWN and wrapped[0] == binary:
+            pid = os.posix_spawn(wrapped[0], wrapped, env, setsid=True, setsigdef=_RESTORED,
+                                 file_actions=[
+                                     (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                                     (os.POSIX_SPAWN_DUP2, log.fileno(), 1),
+                                     (os.POSIX_SPAWN_DUP2, log.fileno(), 2)])
+            proctree.add_root(pid)
+            return pid, lambda: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), True
+        proc = subprocess.Popen(wrapped, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proctree.add_root(proc.pid)
+    return proc.pid, proc.wait, True
 
 
 def _compiled() -> str | None:

@@ -13,15 +13,36 @@
  * coercion to undo, so parentdeath.wrap passes none). It first closes every descriptor
  * above stderr it inherited. POSIX and Linux prctl, libc only.
  *
+ *   dagq-supervisor --serve WORKER_PID
+ *
+ * The spawn server (dagq/worker/spawner.py): one per worker process, for the worker's
+ * life, starting every task of that worker in place of one supervisor per task. It
+ * talks to the worker over the stream socket on descriptor 3 (see spawner.py for the
+ * frames); it is a child subreaper with a SIGTERM parent-death signal, like the
+ * per-task supervisor, and it also reads the worker's death as the end of that socket
+ * (the kernel closes it when the worker dies, whichever thread started the server). A
+ * task is one vfork and one execve: a session of its own, stdin /dev/null, stdout and
+ * stderr the log descriptor sent with the request, its directory, exactly the
+ * environment sent, an empty signal mask and a SIGKILL parent-death signal. The server
+ * reports the task's pid, then its wait status; descendants orphaned by a task are
+ * re-parented to the server and reaped. On the worker's death it SIGKILLs every
+ * descendant, until none is left, and exits 125.
+ *
  * Build: cc -O2 -Wall -Wextra -Werror -o .venv/bin/dagq-supervisor supervisor.c */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -34,7 +55,8 @@
 #define SAFETY_POLL_S 5      /* how often the parent is also checked without a signal */
 
 static const char USAGE[] =
-    "usage: dagq-supervisor WORKER_PID [--unset NAME | --set NAME=VALUE]... -- ARGV...\n";
+    "usage: dagq-supervisor WORKER_PID [--unset NAME | --set NAME=VALUE]... -- ARGV...\n"
+    "       dagq-supervisor --serve WORKER_PID   (the worker's socket on descriptor 3)\n";
 
 extern char **environ;
 static struct sigaction saved_chld, saved_term; /* as inherited, for the task */
@@ -231,26 +253,271 @@ static void supervise(pid_t parent, char **argv) {
     }
 }
 
-/* Close every descriptor above stderr: the worker starts this with posix_spawn, which
+/* Close every descriptor from `first` up: the worker starts this with posix_spawn, which
  * passes on whatever the worker holds without close-on-exec. */
-static void close_inherited(void) {
+static void close_inherited(unsigned first) {
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0) return;
+    if (syscall(SYS_close_range, first, ~0U, 0U) == 0) return;
 #endif
     DIR *dir = opendir("/proc/self/fd");
     if (!dir) {
         long max = sysconf(_SC_OPEN_MAX);
-        for (long fd = 3; fd < (max > 0 ? max : 1024); fd++) close((int)fd);
+        for (long fd = first; fd < (max > 0 ? max : 1024); fd++) close((int)fd);
         return;
     }
     struct dirent *e;
     while ((e = readdir(dir))) {
         char *end;
         long fd = strtol(e->d_name, &end, 10);
-        if (*end || fd < 3 || fd == dirfd(dir)) continue;
+        if (*end || fd < (long)first || fd == dirfd(dir)) continue;
         close((int)fd);
     }
     closedir(dir);
+}
+
+/* ---- the spawn server (--serve) ------------------------------------------------------ */
+
+#define SOCK_FD 3                 /* the worker's socket */
+#define REQUEST_MAGIC 0x31535144u /* "DQS1", little-endian */
+#define MAX_BODY (256u << 20)     /* more than any argv and environment execve takes */
+
+enum { REPLY_STARTED = 1, REPLY_EXITED = 2, REPLY_FAILED = 3 };
+
+/* A request: this head (with the task's log descriptor attached as SCM_RIGHTS), then
+ * `body` bytes: the directory ("" for none), `argc` arguments and `envc` NAME=VALUE
+ * strings, each ending with a NUL. */
+struct request_head { uint32_t magic, id, argc, envc, body; };
+/* A reply: STARTED (pid), FAILED (value: errno of fork) or EXITED (value: wait status). */
+struct reply { uint32_t id; int32_t kind, pid, value; };
+struct task { pid_t pid; uint32_t id; };
+
+static struct task *tasks;
+static size_t n_tasks, cap_tasks;
+static int devnull_fd = -1;
+static volatile int child_errno, child_in_chdir; /* written by a vfork child */
+
+static void reply(uint32_t id, int kind, pid_t pid, int value) {
+    struct reply r = {id, kind, pid, value};
+    const char *at = (const char *)&r;
+    size_t left = sizeof r;
+    while (left) {
+        ssize_t n = send(SOCK_FD, at, left, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) parent_gone(); /* the worker's end is closed: the worker is gone */
+        at += n;
+        left -= (size_t)n;
+    }
+}
+
+static int read_full(char *buf, size_t len) {
+    while (len) {
+        ssize_t n = read(SOCK_FD, buf, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Read a request's head and the descriptor sent with it (-1 if none); -1 at the end of
+ * the stream. */
+static int read_head(struct request_head *h, int *fd) {
+    union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    struct iovec iov = {h, sizeof *h};
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control.buf;
+    m.msg_controllen = sizeof control.buf;
+    *fd = -1;
+    ssize_t n;
+    do n = recvmsg(SOCK_FD, &m, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+    if (n <= 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            memcpy(fd, CMSG_DATA(c), sizeof(int));
+    if ((size_t)n < sizeof *h && read_full((char *)h + n, sizeof *h - (size_t)n) < 0)
+        return -1;
+    return 0;
+}
+
+/* The file to execute for `name`: itself if it has a '/', else the first executable
+ * regular file named so in the task's PATH (the supervisor's default without one);
+ * NULL with *err set if there is none. */
+static char *resolve(const char *name, char **envp, int *err) {
+    if (strchr(name, '/')) return strdup(name);
+    const char *path = "/usr/local/bin:/usr/bin:/bin";
+    for (char **e = envp; *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0) { path = *e + 5; break; }
+    size_t len = strlen(name);
+    *err = ENOENT;
+    for (const char *p = path;; p++) {
+        const char *colon = strchrnul(p, ':');
+        size_t dlen = colon > p ? (size_t)(colon - p) : 1;
+        char *full = malloc(dlen + len + 2);
+        if (!full) { *err = ENOMEM; return NULL; }
+        memcpy(full, colon > p ? p : ".", dlen);
+        full[dlen] = '/';
+        memcpy(full + dlen + 1, name, len + 1);
+        struct stat st;
+        if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(full, X_OK) == 0) return full;
+            *err = EACCES;
+        }
+        free(full);
+        p = colon;
+        if (!*p) return NULL;
+    }
+}
+
+/* The task's child: a vfork, which only makes system calls until it executes `path`
+ * (NULL: it cannot, for the reason `err`); failures are left in child_errno. */
+static pid_t vfork_task(const char *path, int err, int log, const char *cwd, char **argv,
+                        char **envp) {
+    pid_t me = getpid();
+    sigset_t none;
+    sigemptyset(&none);
+    child_errno = path ? 0 : err;
+    child_in_chdir = 0;
+    pid_t pid = vfork();
+    if (pid != 0) return pid;
+    setsid();
+    if (*cwd && chdir(cwd) != 0) {
+        child_errno = errno;
+        child_in_chdir = 1;
+        _exit(EXIT_CANNOT_RUN);
+    }
+    dup2(devnull_fd, 0);
+    dup2(log, 1);
+    dup2(log, 2);
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (getppid() != me) _exit(EXIT_PARENT_GONE);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (path) {
+        execve(path, argv, envp);
+        child_errno = errno;
+    }
+    _exit(EXIT_CANNOT_RUN);
+}
+
+/* Start one task (see the header) and reply; `log` is closed. */
+static void start_task(uint32_t id, int log, char *cwd, char **argv, char **envp) {
+    int err = 0;
+    char *path = resolve(argv[0], envp, &err);
+    pid_t pid = vfork_task(path, err, log, cwd, argv, envp);
+    int fork_errno = errno;
+    if (pid > 0 && child_errno)
+        dprintf(log, child_in_chdir ? "dagq: cannot change to directory '%s': %s\n"
+                                    : "dagq: cannot run '%s': %s\n",
+                child_in_chdir ? cwd : argv[0], strerror(child_errno));
+    free(path);
+    if (log != devnull_fd) close(log);
+    if (pid < 0) {
+        reply(id, REPLY_FAILED, 0, fork_errno);
+        return;
+    }
+    if (n_tasks == cap_tasks) {
+        size_t cap = cap_tasks ? 2 * cap_tasks : 64;
+        struct task *more = realloc(tasks, cap * sizeof *tasks);
+        if (!more) { kill(pid, SIGKILL); reply(id, REPLY_FAILED, 0, ENOMEM); return; }
+        tasks = more;
+        cap_tasks = cap;
+    }
+    tasks[n_tasks++] = (struct task){pid, id};
+    reply(id, REPLY_STARTED, pid, 0);
+}
+
+/* Read and carry out one request; the end of the stream means the worker is gone. */
+static void handle_request(void) {
+    struct request_head h;
+    int log;
+    if (read_head(&h, &log) < 0) parent_gone();
+    if (h.magic != REQUEST_MAGIC || h.argc == 0 || h.body > MAX_BODY
+        || h.argc > h.body || h.envc > h.body) {
+        dprintf(2, "dagq-supervisor: a malformed request from worker %d; stopping\n",
+                (int)getppid());
+        parent_gone();
+    }
+    char *body = malloc((size_t)h.body + 1);
+    char **argv = calloc((size_t)h.argc + 1, sizeof *argv);
+    char **envp = calloc((size_t)h.envc + 1, sizeof *envp);
+    if (!body || !argv || !envp || read_full(body, h.body) < 0) parent_gone();
+    body[h.body] = '\0';
+    char *at = body, *end = body + h.body, *cwd = at;
+    size_t want = 1 + (size_t)h.argc + h.envc, got = 0;
+    for (char *p = body; p < end; p++) got += *p == '\0';
+    if (got != want || (h.body && end[-1] != '\0')) {
+        dprintf(2, "dagq-supervisor: a malformed request from worker %d; stopping\n",
+                (int)getppid());
+        parent_gone();
+    }
+    at += strlen(at) + 1;
+    for (uint32_t i = 0; i < h.argc; i++, at += strlen(at) + 1) argv[i] = at;
+    for (uint32_t i = 0; i < h.envc; i++, at += strlen(at) + 1) envp[i] = at;
+    start_task(h.id, log < 0 ? devnull_fd : log, cwd, argv, envp);
+    free(body);
+    free(argv);
+    free(envp);
+}
+
+/* Reap every exited child; report those that are tasks. */
+static void reap(void) {
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        for (size_t i = 0; i < n_tasks; i++) {
+            if (tasks[i].pid != pid) continue;
+            uint32_t id = tasks[i].id;
+            tasks[i] = tasks[--n_tasks];
+            reply(id, REPLY_EXITED, pid, st);
+            break;
+        }
+    }
+}
+
+/* Serve the worker `parent` until it is gone; never returns. */
+static void serve(pid_t parent) {
+    sigset_t all, waited;
+    struct sigaction dfl;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL; /* an ignored SIGCHLD would reap tasks before we see them */
+    int defaults[] = {SIGCHLD, SIGTERM, SIGPIPE, SIGXFSZ, SIGINT, SIGQUIT, SIGHUP};
+    for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++)
+        sigaction(defaults[i], &dfl, NULL);
+    fcntl(SOCK_FD, F_SETFD, FD_CLOEXEC);
+    devnull_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull_fd < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0
+        || prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0) {
+        dprintf(2, "dagq-supervisor: cannot serve: %s\n", strerror(errno));
+        _exit(EXIT_CANNOT_RUN);
+    }
+    if (getppid() != parent) parent_gone(); /* died before PR_SET_PDEATHSIG was set */
+    sigemptyset(&waited);
+    sigaddset(&waited, SIGCHLD);
+    sigaddset(&waited, SIGTERM);
+    int sfd = signalfd(-1, &waited, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        dprintf(2, "dagq-supervisor: cannot serve: signalfd: %s\n", strerror(errno));
+        _exit(EXIT_CANNOT_RUN);
+    }
+    struct pollfd fds[2] = {{SOCK_FD, POLLIN, 0}, {sfd, POLLIN, 0}};
+    for (;;) {
+        int n = poll(fds, 2, SAFETY_POLL_S * 1000);
+        /* a parent-death SIGTERM also comes when only the thread that started this
+         * ends; getppid() tells the two apart */
+        if (getppid() != parent) parent_gone();
+        if (n <= 0) continue;
+        if (fds[1].revents) {
+            struct signalfd_siginfo info;
+            while (read(sfd, &info, sizeof info) == (ssize_t)sizeof info) {}
+            reap();
+        }
+        if (fds[0].revents) handle_request();
+    }
 }
 
 static int usage(void) {
@@ -258,18 +525,31 @@ static int usage(void) {
     return EXIT_USAGE;
 }
 
+static pid_t parse_pid(const char *text) {
+    long long parent = 0;
+    for (const char *c = text; *c; c++) {
+        if (*c < '0' || *c > '9') return 0;
+        parent = parent > 100000000000LL ? parent : parent * 10 + (*c - '0');
+    }
+    /* a pid beyond pid_t never matches getppid(): the worker reads as gone */
+    return parent > 0x7fffffff ? -1 : (pid_t)parent;
+}
+
 int main(int argc, char **argv) {
-    close_inherited();
+    if (argc == 3 && strcmp(argv[1], "--serve") == 0) {
+        close_inherited(SOCK_FD + 1);
+        pid_t parent = parse_pid(argv[2]);
+        if (parent == 0) return usage();
+        serve(parent);
+    }
+    close_inherited(3);
     char **args = argv + 1;
     int n = argc - 1, sep = -1;
     for (int i = 0; i < n; i++)
         if (strcmp(args[i], "--") == 0) { sep = i; break; }
     if (sep < 1 || sep == n - 1 || sep % 2 == 0 || !args[0][0]) return usage();
-    long long parent = 0;
-    for (const char *c = args[0]; *c; c++) {
-        if (*c < '0' || *c > '9') return usage();
-        parent = parent > 100000000000LL ? parent : parent * 10 + (*c - '0');
-    }
+    pid_t parent = parse_pid(args[0]);
+    if (parent == 0) return usage();
     for (int i = 1; i < sep; i += 2) {
         const char *flag = args[i], *value = args[i + 1];
         if (strcmp(flag, "--unset") != 0 && !(strcmp(flag, "--set") == 0 && strchr(value, '=')))
@@ -286,7 +566,6 @@ int main(int argc, char **argv) {
             unsetenv(value);
         }
     }
-    /* a pid beyond pid_t never matches getppid(): the worker reads as gone */
-    supervise(parent > 0x7fffffff ? -1 : (pid_t)parent, args + sep + 1);
+    supervise(parent, args + sep + 1);
     return EXIT_CANNOT_RUN; /* not reached */
 }
