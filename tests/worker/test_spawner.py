@@ -114,6 +114,20 @@ def test_the_server_outlives_the_thread_that_started_it(tmp_path: Path, binary: 
     assert _server_pid(binary) == pid
 
 
+def test_a_thread_that_ends_takes_its_connection_with_it(tmp_path: Path, binary: Path) -> None:
+    """Each thread asks over a connection of its own; the server closes it when the
+    thread has gone, so threads that come and go leave no descriptors behind."""
+    _run(tmp_path, "true")
+    descriptors = Path(f"/proc/{_server_pid(binary)}/fd")
+    before = len(list(descriptors.iterdir()))
+    for n in range(5):
+        thread = threading.Thread(target=_run, args=(tmp_path, f"exit {n}"))
+        thread.start()
+        thread.join()
+    eventually(lambda: len(list(descriptors.iterdir())) == before or None,
+               "the server to close the connections of the threads that ended", 10)
+
+
 def test_a_killed_server_fails_its_running_task_and_takes_its_tree(
         tmp_path: Path, binary: Path, marker: str) -> None:
     outcome: list[tuple[int, str]] = []

@@ -204,8 +204,8 @@ def _start(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, log: Bi
         if srv is None:
             break
         with contextlib.suppress(spawner.ServerLost):
-            rid, pid = srv.start(argv, env, cwd, log.fileno())
-            return pid, functools.partial(srv.wait, rid), False
+            pid = srv.start(argv, env, cwd, log.fileno())
+            return pid, functools.partial(srv.wait, pid), False
     with proctree.roots_lock():
         wrapped = wrap(argv, env)
         if cwd is None and _POSIX_SPAWN and wrapped[0] == binary:

@@ -14,13 +14,16 @@ server); it then SIGKILLs every descendant until none is left. Each task's first
 has a session of its own and a SIGKILL parent-death signal, so a server killed on its
 own takes those with it, and the worker fails their attempts (``ServerLost``).
 
-Frames on the socket (little-endian): a request is ``magic, id, argc, envc, body`` as
-five ``u32``, sent with the task's log descriptor (``SCM_RIGHTS``), then ``body`` bytes:
-the directory ("" for none), the ``argc`` arguments and the ``envc`` ``NAME=VALUE``
-strings, each ending with a NUL. A reply is ``id`` (``u32``), then ``kind``, ``pid``
-and ``value`` (``i32``): STARTED with the task's pid, FAILED with the ``errno`` of a
-failed fork, or EXITED with the task's wait status. One lock orders the requests; one
-reader thread hands the replies to the threads waiting for them.
+Each worker thread that starts tasks gets a connection of its own to the server (a
+socket pair whose other end it hands over on the worker's socket), asks for a task on it
+and reads the task's replies from it itself: a task costs no thread switch more than a
+``waitpid`` did. Frames (little-endian): a request is ``magic, id, argc, envc, body`` as
+five ``u32`` with a descriptor attached (``SCM_RIGHTS``): CONNECT with the thread's
+socket on the worker's socket; START with the task's log on a thread's connection,
+followed by ``body`` bytes: the directory ("" for none), the ``argc`` arguments and the
+``envc`` ``NAME=VALUE`` strings, each ending with a NUL. A reply is ``id`` (``u32``),
+then ``kind``, ``pid`` and ``value`` (``i32``): STARTED with the task's pid, FAILED with
+the ``errno`` of a failed fork, then EXITED with the task's wait status.
 """
 
 from __future__ import annotations
@@ -35,13 +38,12 @@ import socket
 import struct
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from dagq.worker import proctree
 
 HEAD = struct.Struct("<5I")
 REPLY = struct.Struct("<I3i")
-MAGIC = 0x31535144
+START, CONNECT = 0x31535144, 0x31435144
 STARTED, EXITED, FAILED = 1, 2, 3
 SERVER_FD = 3
 """The descriptor the server reads its socket on."""
@@ -53,17 +55,20 @@ class ServerLost(OSError):
     """Raised when the spawn server ended while a task was starting or running."""
 
 
-@dataclass
-class _Pending:
-    started: threading.Event = field(default_factory=threading.Event)
-    ended: threading.Event = field(default_factory=threading.Event)
-    pid: int = 0
-    status: int = 0
-    error: OSError | None = None
+class _Conn:
+    """One thread's connection; closed when the thread ends (its ``threading.local``
+    goes), which the server reads as the end of that connection."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.ids = itertools.count(1)
+
+    def __del__(self) -> None:
+        self.sock.close()
 
 
 class SpawnServer:
-    """A running ``dagq-supervisor --serve`` and the socket to it."""
+    """A running ``dagq-supervisor --serve`` and the sockets to it."""
 
     def __init__(self, binary: str) -> None:
         """Start the server ``binary``; raises ``OSError`` if it cannot be started."""
@@ -83,124 +88,103 @@ class SpawnServer:
                 os.close(passed)
             theirs.close()
         proctree.add_root(self.pid)
-        self._sock = mine
-        self._send_lock = threading.Lock()
+        self._main = mine
         self._lock = threading.Lock()
-        self._pending: dict[int, _Pending] = {}
-        self._ids = itertools.count(1)
+        self._local = threading.local()
         self._lost: str | None = None
         self._closing = False
         self.served = 0
         """Tasks it started."""
-        self._reader = threading.Thread(target=self._read, name="dagq-spawner", daemon=True)
-        self._reader.start()
 
     @property
     def alive(self) -> bool:
-        """False once the server's end of the socket is gone."""
+        """False once the server was found gone."""
         return self._lost is None
 
     def start(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None,
-              log_fd: int) -> tuple[int, int]:
+              log_fd: int) -> int:
         """Start ``argv`` with exactly ``env``, in ``cwd``, stdout and stderr to
-        ``log_fd``: the request's id (for ``wait``) and the task's pid. Raises
-        ``ServerLost``, or the ``OSError`` of a failed fork."""
+        ``log_fd``; the task's pid. ``wait`` for it in the same thread before this thread
+        starts another. Raises ``ServerLost``, or the ``OSError`` of a failed fork."""
+        if self._lost is not None:
+            raise ServerLost(self._lost)
+        conn = self._conn()
         strings = [cwd or "", *argv, *(f"{k}={v}" for k, v in env.items())]
-        body = b"".join(os.fsencode(s) + b"\0" for s in strings)
-        pending = _Pending()
-        with self._lock:
-            if self._lost is not None:
-                raise ServerLost(self._lost)
-            rid = next(self._ids)
-            self._pending[rid] = pending
-        head = HEAD.pack(MAGIC, rid, len(argv), len(env), len(body))
+        body = b"".join(os.fsencode(x) + b"\0" for x in strings)
+        head = HEAD.pack(START, next(conn.ids), len(argv), len(env), len(body))
         try:
-            with self._send_lock:
-                self._sock.sendmsg([head], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                             array.array("i", [log_fd]))])
-                self._sock.sendall(body)
+            conn.sock.sendmsg([head], _rights(log_fd))
+            conn.sock.sendall(body)
         except OSError as exc:
-            self._lose(f"the task supervisor (pid {self.pid}) is gone: {exc}")
-        pending.started.wait()
-        if pending.error is not None:
-            raise pending.error
-        return rid, pending.pid
+            raise self._lose(f"the task supervisor (pid {self.pid}) is gone: {exc}") from None
+        kind, pid, value = self._reply(conn)
+        if kind == FAILED:
+            raise OSError(value, f"cannot start the task: {os.strerror(value)}")
+        self.served += 1
+        return pid
 
-    def wait(self, rid: int) -> int:
-        """The return code of the task of request ``rid`` once it ended (negative:
-        killed by that signal). Raises ``ServerLost`` if the server ended first."""
-        with self._lock:
-            pending = self._pending.get(rid)
-        if pending is None:
-            raise KeyError(rid)
-        pending.ended.wait()
-        with self._lock:
-            self._pending.pop(rid, None)
-        if pending.error is not None:
-            raise pending.error
-        return os.waitstatus_to_exitcode(pending.status)
+    def wait(self, pid: int) -> int:
+        """The return code of the task ``pid`` this thread started, once it ended
+        (negative: killed by that signal). Raises ``ServerLost`` if the server ended
+        first."""
+        kind, got, status = self._reply(self._conn())
+        if kind != EXITED or got != pid:
+            raise self._lose(f"the task supervisor (pid {self.pid}) answered out of turn: "
+                             f"reply {kind} for pid {got} while waiting for pid {pid}")
+        return os.waitstatus_to_exitcode(status)
 
     def close(self) -> None:
         """End the server (it kills whatever still runs under it) and wait for it."""
         self._closing = True
         with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-        self._reader.join(timeout=10)
+            self._main.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
         proctree.remove_root(self.pid)
-        self._sock.close()
+        self._main.close()
 
-    def _read(self) -> None:
-        buf = b""
-        while True:
+    def _conn(self) -> _Conn:
+        conn: _Conn | None = getattr(self._local, "conn", None)
+        if conn is None:
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                chunk = self._sock.recv(REPLY.size * 64)
+                with self._lock:
+                    self._main.sendmsg([HEAD.pack(CONNECT, 0, 0, 0, 0)],
+                                       _rights(theirs.fileno()))
             except OSError as exc:
-                chunk, why = b"", str(exc)
-            else:
-                why = "its socket closed"
+                mine.close()
+                raise self._lose(f"the task supervisor (pid {self.pid}) is gone: {exc}") from None
+            finally:
+                theirs.close()
+            conn = self._local.conn = _Conn(mine)
+        return conn
+
+    def _reply(self, conn: _Conn) -> tuple[int, int, int]:
+        buf = b""
+        while len(buf) < REPLY.size:
+            try:
+                chunk = conn.sock.recv(REPLY.size - len(buf))
+            except OSError as exc:
+                raise self._lose(f"the task supervisor (pid {self.pid}) ended: {exc}") from None
             if not chunk:
-                self._lose(f"the task supervisor (pid {self.pid}) ended: {why}")
-                return
+                raise self._lose(f"the task supervisor (pid {self.pid}) ended")
             buf += chunk
-            while len(buf) >= REPLY.size:
-                rid, kind, pid, value = REPLY.unpack_from(buf)
-                buf = buf[REPLY.size:]
-                self._deliver(rid, kind, pid, value)
+        _, kind, pid, value = REPLY.unpack(buf)
+        return kind, pid, value
 
-    def _deliver(self, rid: int, kind: int, pid: int, value: int) -> None:
-        with self._lock:
-            pending = self._pending.get(rid)
-        if pending is None:
-            return
-        if kind == STARTED:
-            self.served += 1
-            pending.pid = pid
-            pending.started.set()
-        elif kind == EXITED:
-            pending.status = value
-            pending.ended.set()
-        else:
-            pending.error = OSError(value, f"cannot start the task: {os.strerror(value)}")
-            with self._lock:
-                self._pending.pop(rid, None)
-            pending.started.set()
-            pending.ended.set()
-
-    def _lose(self, why: str) -> None:
+    def _lose(self, why: str) -> ServerLost:
         with self._lock:
             if self._lost is None:
                 self._lost = why
                 if not self._closing:
                     _log.error("%s; the tasks it ran are killed with it and fail; the next "
                                "task starts a new one", why)
-            waiting = list(self._pending.values())
-        for p in waiting:
-            if not p.ended.is_set():
-                p.error = ServerLost(why)
-                p.started.set()
-                p.ended.set()
+        return ServerLost(why)
+
+
+def _rights(fd: int) -> list[tuple[int, int, array.array[int]]]:
+    """Ancillary data passing ``fd``."""
+    return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
 
 
 _RESTORED = tuple(s for s in (getattr(signal, n, None) for n in ("SIGPIPE", "SIGXFSZ"))

@@ -16,9 +16,10 @@
  *   dagq-supervisor --serve WORKER_PID
  *
  * The spawn server (dagq/worker/spawner.py): one per worker process, for the worker's
- * life, starting every task of that worker in place of one supervisor per task. It
- * talks to the worker over the stream socket on descriptor 3 (see spawner.py for the
- * frames); it is a child subreaper with a SIGTERM parent-death signal, like the
+ * life, starting every task of that worker in place of one supervisor per task. The
+ * worker's stream socket on descriptor 3 brings it one connection per worker thread,
+ * on which that thread asks for tasks and reads their replies (see spawner.py and the
+ * frames below); it is a child subreaper with a SIGTERM parent-death signal, like the
  * per-task supervisor, and it also reads the worker's death as the end of that socket
  * (the kernel closes it when the worker dies, whichever thread started the server). A
  * task is one vfork and one execve: a session of its own, stdin /dev/null, stdout and
@@ -278,40 +279,60 @@ static void close_inherited(unsigned first) {
 /* ---- the spawn server (--serve) ------------------------------------------------------ */
 
 #define SOCK_FD 3                 /* the worker's socket */
-#define REQUEST_MAGIC 0x31535144u /* "DQS1", little-endian */
+#define START_MAGIC 0x31535144u   /* "DQS1", little-endian: start a task */
+#define CONNECT_MAGIC 0x31435144u /* "DQC1": a connection for one worker thread */
 #define MAX_BODY (256u << 20)     /* more than any argv and environment execve takes */
+#define MAX_CONNS 4096
 
 enum { REPLY_STARTED = 1, REPLY_EXITED = 2, REPLY_FAILED = 3 };
 
-/* A request: this head (with the task's log descriptor attached as SCM_RIGHTS), then
- * `body` bytes: the directory ("" for none), `argc` arguments and `envc` NAME=VALUE
- * strings, each ending with a NUL. */
+/* A request: this head with a descriptor attached (SCM_RIGHTS). On the worker's socket
+ * only CONNECT, with a socket of one worker thread's own; on such a connection START,
+ * with the task's log, then `body` bytes: the directory ("" for none), `argc` arguments
+ * and `envc` NAME=VALUE strings, each ending with a NUL. */
 struct request_head { uint32_t magic, id, argc, envc, body; };
-/* A reply: STARTED (pid), FAILED (value: errno of fork) or EXITED (value: wait status). */
+/* A reply, on the connection that asked: STARTED (pid), FAILED (value: errno of fork)
+ * or EXITED (value: wait status). */
 struct reply { uint32_t id; int32_t kind, pid, value; };
-struct task { pid_t pid; uint32_t id; };
+struct task { pid_t pid; uint32_t id; int conn; };
 
 static struct task *tasks;
 static size_t n_tasks, cap_tasks;
+static struct pollfd polled[MAX_CONNS + 2]; /* the signalfd, the worker's socket, conns */
+static nfds_t n_polled;
 static int devnull_fd = -1;
 static volatile int child_errno, child_in_chdir; /* written by a vfork child */
 
-static void reply(uint32_t id, int kind, pid_t pid, int value) {
+static void malformed(int fd) {
+    dprintf(2, "dagq-supervisor: a malformed request from worker %d on descriptor %d\n",
+            (int)getppid(), fd);
+}
+
+/* Close a thread's connection: tasks started through it are not reported any more. */
+static void drop_conn(nfds_t at) {
+    int fd = polled[at].fd;
+    close(fd);
+    polled[at] = polled[--n_polled];
+    for (size_t i = 0; i < n_tasks; i++)
+        if (tasks[i].conn == fd) tasks[i].conn = -1;
+}
+
+static void reply(int conn, uint32_t id, int kind, pid_t pid, int value) {
     struct reply r = {id, kind, pid, value};
     const char *at = (const char *)&r;
     size_t left = sizeof r;
-    while (left) {
-        ssize_t n = send(SOCK_FD, at, left, MSG_NOSIGNAL);
+    while (conn >= 0 && left) {
+        ssize_t n = send(conn, at, left, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) parent_gone(); /* the worker's end is closed: the worker is gone */
+        if (n <= 0) return; /* its thread is gone; the poll sees the end and drops it */
         at += n;
         left -= (size_t)n;
     }
 }
 
-static int read_full(char *buf, size_t len) {
+static int read_full(int fd, char *buf, size_t len) {
     while (len) {
-        ssize_t n = read(SOCK_FD, buf, len);
+        ssize_t n = read(fd, buf, len);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return -1;
         buf += n;
@@ -320,9 +341,9 @@ static int read_full(char *buf, size_t len) {
     return 0;
 }
 
-/* Read a request's head and the descriptor sent with it (-1 if none); -1 at the end of
- * the stream. */
-static int read_head(struct request_head *h, int *fd) {
+/* Read a request's head from `sock` and the descriptor sent with it (-1 if none); -1 at
+ * the end of the stream. */
+static int read_head(int sock, struct request_head *h, int *fd) {
     union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
     struct iovec iov = {h, sizeof *h};
     struct msghdr m;
@@ -333,12 +354,12 @@ static int read_head(struct request_head *h, int *fd) {
     m.msg_controllen = sizeof control.buf;
     *fd = -1;
     ssize_t n;
-    do n = recvmsg(SOCK_FD, &m, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+    do n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
     if (n <= 0) return -1;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
             memcpy(fd, CMSG_DATA(c), sizeof(int));
-    if ((size_t)n < sizeof *h && read_full((char *)h + n, sizeof *h - (size_t)n) < 0)
+    if ((size_t)n < sizeof *h && read_full(sock, (char *)h + n, sizeof *h - (size_t)n) < 0)
         return -1;
     return 0;
 }
@@ -402,8 +423,8 @@ static pid_t vfork_task(const char *path, int err, int log, const char *cwd, cha
     _exit(EXIT_CANNOT_RUN);
 }
 
-/* Start one task (see the header) and reply; `log` is closed. */
-static void start_task(uint32_t id, int log, char *cwd, char **argv, char **envp) {
+/* Start one task (see the header) and reply on `conn`; `log` is closed. */
+static void start_task(int conn, uint32_t id, int log, char *cwd, char **argv, char **envp) {
     int err = 0;
     char *path = resolve(argv[0], envp, &err);
     pid_t pid = vfork_task(path, err, log, cwd, argv, envp);
@@ -415,48 +436,68 @@ static void start_task(uint32_t id, int log, char *cwd, char **argv, char **envp
     free(path);
     if (log != devnull_fd) close(log);
     if (pid < 0) {
-        reply(id, REPLY_FAILED, 0, fork_errno);
+        reply(conn, id, REPLY_FAILED, 0, fork_errno);
         return;
     }
     if (n_tasks == cap_tasks) {
         size_t cap = cap_tasks ? 2 * cap_tasks : 64;
         struct task *more = realloc(tasks, cap * sizeof *tasks);
-        if (!more) { kill(pid, SIGKILL); reply(id, REPLY_FAILED, 0, ENOMEM); return; }
+        if (!more) { kill(pid, SIGKILL); reply(conn, id, REPLY_FAILED, 0, ENOMEM); return; }
         tasks = more;
         cap_tasks = cap;
     }
-    tasks[n_tasks++] = (struct task){pid, id};
-    reply(id, REPLY_STARTED, pid, 0);
+    tasks[n_tasks++] = (struct task){pid, id, conn};
+    reply(conn, id, REPLY_STARTED, pid, 0);
 }
 
-/* Read and carry out one request; the end of the stream means the worker is gone. */
-static void handle_request(void) {
+/* Take a new thread's connection from the worker's socket; its end means the worker is
+ * gone, and so does a request the stream cannot go on after. */
+static void handle_connect(void) {
     struct request_head h;
-    int log;
-    if (read_head(&h, &log) < 0) parent_gone();
-    if (h.magic != REQUEST_MAGIC || h.argc == 0 || h.body > MAX_BODY
-        || h.argc > h.body || h.envc > h.body) {
-        dprintf(2, "dagq-supervisor: a malformed request from worker %d; stopping\n",
-                (int)getppid());
+    int conn;
+    if (read_head(SOCK_FD, &h, &conn) < 0) parent_gone();
+    if (h.magic != CONNECT_MAGIC || conn < 0) {
+        malformed(SOCK_FD);
         parent_gone();
     }
-    char *body = malloc((size_t)h.body + 1);
-    char **argv = calloc((size_t)h.argc + 1, sizeof *argv);
-    char **envp = calloc((size_t)h.envc + 1, sizeof *envp);
-    if (!body || !argv || !envp || read_full(body, h.body) < 0) parent_gone();
-    body[h.body] = '\0';
-    char *at = body, *end = body + h.body, *cwd = at;
-    size_t want = 1 + (size_t)h.argc + h.envc, got = 0;
-    for (char *p = body; p < end; p++) got += *p == '\0';
-    if (got != want || (h.body && end[-1] != '\0')) {
-        dprintf(2, "dagq-supervisor: a malformed request from worker %d; stopping\n",
-                (int)getppid());
-        parent_gone();
+    if (n_polled == sizeof polled / sizeof *polled) {
+        close(conn); /* its thread reads the end of the stream at once */
+        return;
     }
-    at += strlen(at) + 1;
-    for (uint32_t i = 0; i < h.argc; i++, at += strlen(at) + 1) argv[i] = at;
-    for (uint32_t i = 0; i < h.envc; i++, at += strlen(at) + 1) envp[i] = at;
-    start_task(h.id, log < 0 ? devnull_fd : log, cwd, argv, envp);
+    polled[n_polled++] = (struct pollfd){conn, POLLIN, 0};
+}
+
+/* Read and carry out one request of the connection polled at `at`; its end, or a
+ * request it cannot read, closes it. */
+static void handle_start(nfds_t at) {
+    int conn = polled[at].fd, log;
+    struct request_head h;
+    if (read_head(conn, &h, &log) < 0) { drop_conn(at); return; }
+    char *body = NULL, **argv = NULL, **envp = NULL;
+    int ok = h.magic == START_MAGIC && h.argc > 0 && h.body <= MAX_BODY
+             && h.argc <= h.body && h.envc <= h.body;
+    if (ok) {
+        body = malloc((size_t)h.body + 1);
+        argv = calloc((size_t)h.argc + 1, sizeof *argv);
+        envp = calloc((size_t)h.envc + 1, sizeof *envp);
+        ok = body && argv && envp && read_full(conn, body, h.body) == 0;
+    }
+    if (ok) {
+        size_t want = 1 + (size_t)h.argc + h.envc, got = 0;
+        for (uint32_t i = 0; i < h.body; i++) got += body[i] == '\0';
+        ok = got == want && h.body && body[h.body - 1] == '\0';
+    }
+    if (ok) {
+        char *p = body, *cwd = p;
+        p += strlen(p) + 1;
+        for (uint32_t i = 0; i < h.argc; i++, p += strlen(p) + 1) argv[i] = p;
+        for (uint32_t i = 0; i < h.envc; i++, p += strlen(p) + 1) envp[i] = p;
+        start_task(conn, h.id, log < 0 ? devnull_fd : log, cwd, argv, envp);
+    } else {
+        malformed(conn);
+        if (log >= 0) close(log);
+        drop_conn(at);
+    }
     free(body);
     free(argv);
     free(envp);
@@ -469,9 +510,9 @@ static void reap(void) {
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
         for (size_t i = 0; i < n_tasks; i++) {
             if (tasks[i].pid != pid) continue;
-            uint32_t id = tasks[i].id;
+            struct task t = tasks[i];
             tasks[i] = tasks[--n_tasks];
-            reply(id, REPLY_EXITED, pid, st);
+            reply(t.conn, t.id, REPLY_EXITED, pid, st);
             break;
         }
     }
@@ -504,19 +545,23 @@ static void serve(pid_t parent) {
         dprintf(2, "dagq-supervisor: cannot serve: signalfd: %s\n", strerror(errno));
         _exit(EXIT_CANNOT_RUN);
     }
-    struct pollfd fds[2] = {{SOCK_FD, POLLIN, 0}, {sfd, POLLIN, 0}};
+    polled[0] = (struct pollfd){sfd, POLLIN, 0};
+    polled[1] = (struct pollfd){SOCK_FD, POLLIN, 0};
+    n_polled = 2;
     for (;;) {
-        int n = poll(fds, 2, SAFETY_POLL_S * 1000);
+        int n = poll(polled, n_polled, SAFETY_POLL_S * 1000);
         /* a parent-death SIGTERM also comes when only the thread that started this
          * ends; getppid() tells the two apart */
         if (getppid() != parent) parent_gone();
         if (n <= 0) continue;
-        if (fds[1].revents) {
+        if (polled[0].revents) {
             struct signalfd_siginfo info;
             while (read(sfd, &info, sizeof info) == (ssize_t)sizeof info) {}
             reap();
         }
-        if (fds[0].revents) handle_request();
+        for (nfds_t i = n_polled; i-- > 2;)  /* from the end: drop_conn moves the last */
+            if (polled[i].revents) handle_start(i);
+        if (polled[1].revents) handle_connect();
     }
 }
 
