@@ -48,6 +48,9 @@ class StateStore(Protocol):
 
     max_journal: int
     """How many ``append`` calls may follow one ``create``/``replace`` (then replace)."""
+    delta_tasks: int
+    """A state of this many tasks is written by ``append`` whatever its snapshot's size
+    (0: by size only): set where an append costs no more requests than a replace."""
 
     def read(self, workflow_id: str) -> tuple[bytes, str]:
         """The state bytes (snapshot and appends, as one consistent read) and their

@@ -101,3 +101,21 @@ def test_a_finished_run_cannot_be_suspended() -> None:
     engine.start(s, 1.0)
     done(s, "a")
     assert not engine.suspend(s, 3.0).changed() and not s.suspended
+
+
+def test_a_state_of_many_tasks_is_written_as_deltas_only_where_the_store_asks() -> None:
+    """A 200-task state compresses under ``MIN_SNAPSHOT_BYTES``: by size alone every write
+    would encode it whole; a store whose appends cost no more than its replaces (SQLite)
+    asks for deltas by task count, one whose appends cost two requests (blobs) does not."""
+    from dagq.core.engine.journal import MIN_SNAPSHOT_BYTES, encode_write, mark_stored
+
+    tasks = tuple(TaskDef(f"t{i}", {"cmd": "true"}) for i in range(200))
+    s = engine.create(WorkflowDef("wide", tasks), "w", 0.0)
+    engine.start(s, 0.0)
+    kind, data = encode_write(s, 100)
+    assert kind == "replace" and len(data) < MIN_SNAPSHOT_BYTES
+    mark_stored(s, len(data))
+    engine.apply(s, [Completion("t0", 1, True)], 1.0)
+    assert encode_write(s, 100)[0] == "replace"
+    assert encode_write(s, 100, min_tasks=64)[0] == "append"
+    assert encode_write(s, 100, min_tasks=201)[0] == "replace"

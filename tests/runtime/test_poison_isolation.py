@@ -100,10 +100,10 @@ def test_a_state_that_cannot_be_written_fails_only_its_workflow(
     client, coord = _started(backend, "cursed", "fine")
     real = states_module.encode_write
 
-    def encode_write(state: Any, max_entries: int) -> tuple[str, bytes]:
+    def encode_write(state: Any, max_entries: int, **kw: Any) -> tuple[str, bytes]:
         if state.workflow_id == "cursed":  # injected fault: this one state never encodes
             raise RecursionError("maximum recursion depth exceeded")
-        return real(state, max_entries)
+        return real(state, max_entries, **kw)
 
     monkeypatch.setattr(states_module, "encode_write", encode_write)
     _complete(backend, "cursed", 1)

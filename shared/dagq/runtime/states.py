@@ -80,7 +80,7 @@ def write_state(states: StateStore, workflow_id: str, state: WorkflowState, etag
     written. Raises what the store raises (``PreconditionFailed``, ``NotFound``, outages);
     after any error the caller must drop ``state``: its change records no longer match."""
     kind, data = ("replace", encode_state(state)) if snapshot else \
-        encode_write(state, states.max_journal)
+        encode_write(state, states.max_journal, min_tasks=states.delta_tasks)
     if kind == "append":
         new = states.append(workflow_id, data, etag)
         mark_stored(state, None, len(data))

@@ -52,6 +52,9 @@ class BlobStates:
     """``StateStore`` on blobs ``{workflow_id}.state`` in container ``{p}-state``."""
 
     max_journal = MAX_JOURNAL
+    delta_tasks = 0
+    """By size only: an append is two requests (Put Block, Put Block List), a small
+    snapshot one (Put Blob)."""
 
     def __init__(self, client: ContainerClient, guard: Guard) -> None:
         self._c = _Container(client, guard)

@@ -55,6 +55,9 @@ class SqliteStates:
 
     max_journal = 4096
     """Deltas after one snapshot (a read joins them in one query)."""
+    delta_tasks = 64
+    """An append is one insert, as a replace is one update: a delta saves encoding the
+    snapshot (about 0.9 µs per task) on every write."""
 
     def __init__(self, db: SqliteDb, stats: RequestStats) -> None:
         self._db = db

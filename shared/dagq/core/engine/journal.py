@@ -31,12 +31,9 @@ MAGIC = b"DQJ1"
 """Marks a delta frame."""
 FRAME_HEADER = 8
 MIN_SNAPSHOT_BYTES = 4096
-"""A state whose snapshot is smaller is rewritten whole (unless it has ``MIN_DELTA_TASKS``
-tasks): a delta would save few bytes."""
-MIN_DELTA_TASKS = 64
-"""A state of this many tasks gets deltas whatever its snapshot's size: encoding a snapshot
-costs CPU per task (about 0.9 µs each), and a snapshot compresses so well (a 600-task
-fan-out: 3 KB) that bytes alone would keep rewriting it whole on every completion."""
+"""A state whose snapshot is smaller is rewritten whole (unless it has ``min_tasks``
+tasks): a delta would save few bytes. Bytes alone undercount the CPU a snapshot costs: a
+600-task fan-out compresses to 3 KB, but encoding it takes about 0.9 µs per task."""
 
 
 def dumps(s: WorkflowState) -> bytes:
@@ -63,13 +60,13 @@ def loads(data: bytes) -> WorkflowState:
     return s
 
 
-def encode_write(s: WorkflowState, max_entries: int,
-                 min_bytes: int = MIN_SNAPSHOT_BYTES) -> tuple[str, bytes]:
+def encode_write(s: WorkflowState, max_entries: int, min_bytes: int = MIN_SNAPSHOT_BYTES,
+                 min_tasks: int = 0) -> tuple[str, bytes]:
     """What the next write of ``s`` stores: ``("append", delta)`` or ``("replace",
-    snapshot)``; deltas only once the snapshot has ``min_bytes`` or the state
-    ``MIN_DELTA_TASKS`` tasks. Call ``mark_stored`` once the write succeeded; a failed
+    snapshot)``; deltas only once the snapshot has ``min_bytes`` or (``min_tasks`` > 0)
+    the state ``min_tasks`` tasks. Call ``mark_stored`` once the write succeeded; a failed
     write must drop ``s``: its change records no longer match the store."""
-    if ((s.snapshot_bytes >= min_bytes or len(s.st) >= MIN_DELTA_TASKS)
+    if ((s.snapshot_bytes >= min_bytes or 0 < min_tasks <= len(s.st))
             and s.journal_entries < max_entries
             and s.journal_bytes < s.snapshot_bytes
             and len(s.dirty) < len(s.st) // 4):  # else a delta would rival the snapshot
