@@ -36,6 +36,7 @@ import os
 import signal
 import socket
 import struct
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 
@@ -49,6 +50,7 @@ SERVER_FD = 3
 """The descriptor the server reads its socket on."""
 
 _log = logging.getLogger(__name__)
+_FS_ENCODING = sys.getfilesystemencoding()
 
 
 class ServerLost(OSError):
@@ -109,8 +111,8 @@ class SpawnServer:
         if self._lost is not None:
             raise ServerLost(self._lost)
         conn = self._conn()
-        strings = [cwd or "", *argv, *(f"{k}={v}" for k, v in env.items())]
-        body = b"".join(os.fsencode(x) + b"\0" for x in strings)
+        text = "\0".join([cwd or "", *argv, *(f"{k}={v}" for k, v in env.items()), ""])
+        body = text.encode(_FS_ENCODING, "surrogateescape")  # as os.fsencode, at once
         head = HEAD.pack(START, next(conn.ids), len(argv), len(env), len(body))
         try:
             conn.sock.sendmsg([head], _rights(log_fd))
