@@ -27,6 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from dagq.ports import OutputStore
 from dagq.protocol.tasklogs import log_object_name
@@ -84,7 +85,7 @@ class LogCapture:
         self._pacer: Pacer | None = None
         self._pending = -1  # the pacer's handle of a deferred start
         self._lock = threading.Lock()
-        path.touch()
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))  # as touch
 
     def start(self, pacer: Pacer | None = None) -> LogCapture:
         """Start the background thread now, or with ``pacer`` after the first poll
@@ -137,29 +138,13 @@ class LogCapture:
     def _pump(self, force: bool) -> None:
         due = force or time.monotonic() - self._last_flush >= self.flush_interval
         try:
-            size = self.path.stat().st_size
+            size = os.stat(self.path).st_size
         except OSError:
             return
-        with open(self.path, "rb") as f:
-            while self.offset < size and self.head_stored < self.head_cap:
-                want = min(CHUNK_BYTES, self.head_cap - self.head_stored, size - self.offset)
-                if want < CHUNK_BYTES and self.head_stored + want < self.head_cap and not due:
-                    break  # a partial chunk waits for the flush interval
-                f.seek(self.offset)
-                data = f.read(want)
-                if not data or not self._put(self._seq, data):
+        if self.offset < size:  # else nothing new: not even an open
+            with open(self.path, "rb") as f:
+                if not self._read(f, size, due):
                     return
-                self._seq += 1
-                self.offset += len(data)
-                self.head_stored += len(data)
-            while self.offset < size and self.head_stored >= self.head_cap:
-                # past the head: keep a bounded tail in memory
-                f.seek(self.offset)
-                data = f.read(min(CHUNK_BYTES, size - self.offset))
-                if not data:
-                    break
-                self.offset += len(data)
-                self._remember(data)
         tail_due = force or time.monotonic() - self._last_tail >= TAIL_EVERY_S
         if self._tail_dirty and tail_due and self._put(None, self._tail_bytes()):
             self._tail_dirty = False
@@ -167,6 +152,30 @@ class LogCapture:
         if due:
             self._last_flush = self._last_tail = time.monotonic()
         self._punch()
+
+    def _read(self, f: BinaryIO, size: int, due: bool) -> bool:
+        """Store the head and remember the tail of what ``f`` has up to ``size``; False
+        if a store failed (retried on the next round)."""
+        while self.offset < size and self.head_stored < self.head_cap:
+            want = min(CHUNK_BYTES, self.head_cap - self.head_stored, size - self.offset)
+            if want < CHUNK_BYTES and self.head_stored + want < self.head_cap and not due:
+                break  # a partial chunk waits for the flush interval
+            f.seek(self.offset)
+            data = f.read(want)
+            if not data or not self._put(self._seq, data):
+                return False
+            self._seq += 1
+            self.offset += len(data)
+            self.head_stored += len(data)
+        while self.offset < size and self.head_stored >= self.head_cap:
+            # past the head: keep a bounded tail in memory
+            f.seek(self.offset)
+            data = f.read(min(CHUNK_BYTES, size - self.offset))
+            if not data:
+                break
+            self.offset += len(data)
+            self._remember(data)
+        return True
 
     def _remember(self, data: bytes) -> None:
         self._tail += data[-self.tail_cap:]

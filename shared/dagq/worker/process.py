@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from dagq.worker import proctree, spawner
 from dagq.worker.parentdeath import available, command, serving, wrap
@@ -153,8 +152,13 @@ def run_process(
     ``kill_timeout`` seconds; returns when the process (and, if stopped, its tree) ended."""
     token = proctree.new_token()
     full_env = {**env, proctree.TOKEN_ENV: token}
-    with open(log_path, "ab") as log:
+    # one descriptor for the task's output and, once it ended, for reading its tail
+    log = os.open(log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
         pid, wait, rooted = _start(argv, full_env, cwd, log)
+    except BaseException:
+        os.close(log)
+        raise
     deadline = time.monotonic() + timeout_s if timeout_s is not None else None
     watch = _Watch(pid, token, stop, deadline, kill_timeout)
     _WATCHDOG.add(watch)
@@ -165,9 +169,8 @@ def run_process(
             rc = wait()
         except spawner.ServerLost as exc:  # its first process died with it (SIGKILL)
             watch.kill()
-            with open(log_path, "ab") as log:
-                log.write(f"\ndagq: {exc}; the task was killed (see the worker's log)\n"
-                          .encode())
+            os.write(log, f"\ndagq: {exc}; the task was killed (see the worker's log)\n"
+                     .encode())
             rc = -signal.SIGKILL
         if watch.stopped or watch.timed_out:
             # the shell leader dies at once on SIGTERM; the programs it started keep their
@@ -180,14 +183,16 @@ def run_process(
         _WATCHDOG.remove(pid)
         if rooted:
             proctree.remove_root(pid)
+        tail = _tail_of(log)
+        os.close(log)
     # the tree may outlive its leader (background children): make sure it is gone
     if watch.stopped or watch.timed_out:
         proctree.signal_all(pid, watch.scan(time.monotonic()), signal.SIGKILL)
-    return ProcessResult(rc, read_tail(log_path), timed_out=watch.timed_out,
+    return ProcessResult(rc, tail, timed_out=watch.timed_out,
                          stopped=watch.stopped)
 
 
-def _start(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, log: BinaryIO
+def _start(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, log: int
            ) -> tuple[int, Callable[[], int], bool]:
     """Start ``argv`` in a session of its own, stdin from /dev/null, stdout and stderr to
     ``log``: its pid, a function that waits for its return code (negative: killed by
@@ -204,7 +209,7 @@ def _start(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, log: Bi
         if srv is None:
             break
         with contextlib.suppress(spawner.ServerLost):
-            pid = srv.start(argv, env, cwd, log.fileno())
+            pid = srv.start(argv, env, cwd, log)
             return pid, functools.partial(srv.wait, pid), False
     with proctree.roots_lock():
         wrapped = wrap(argv, env)
@@ -212,8 +217,8 @@ def _start(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, log: Bi
             pid = os.posix_spawn(wrapped[0], wrapped, env, setsid=True, setsigdef=_RESTORED,
                                  file_actions=[
                                      (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                                     (os.POSIX_SPAWN_DUP2, log.fileno(), 1),
-                                     (os.POSIX_SPAWN_DUP2, log.fileno(), 2)])
+                                     (os.POSIX_SPAWN_DUP2, log, 1),
+                                     (os.POSIX_SPAWN_DUP2, log, 2)])
             proctree.add_root(pid)
             return pid, lambda: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), True
         proc = subprocess.Popen(wrapped, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
@@ -244,13 +249,10 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def read_tail(path: Path, size: int = TAIL_BYTES) -> str:
-    """The last ``size`` bytes of ``path`` as text ("" if missing)."""
+def _tail_of(fd: int, size: int = TAIL_BYTES) -> str:
+    """The last ``size`` bytes of the open file ``fd`` as text ("" if unreadable)."""
     try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            end = f.tell()
-            f.seek(max(0, end - size))
-            return f.read().decode("utf-8", "replace")
+        end = os.fstat(fd).st_size
+        return os.pread(fd, size, max(0, end - size)).decode("utf-8", "replace")
     except OSError:
         return ""
