@@ -115,8 +115,9 @@ class SpawnServer:
         body = text.encode(_FS_ENCODING, "surrogateescape")  # as os.fsencode, at once
         head = HEAD.pack(START, next(conn.ids), len(argv), len(env), len(body))
         try:
-            conn.sock.sendmsg([head], _rights(log_fd))
-            conn.sock.sendall(body)
+            sent = conn.sock.sendmsg([head, body], _rights(log_fd))
+            if sent < len(head) + len(body):  # only if a signal cut it short
+                conn.sock.sendall((head + body)[sent:])
         except OSError as exc:
             raise self._lose(f"the task supervisor (pid {self.pid}) is gone: {exc}") from None
         kind, pid, value = self._reply(conn)
