@@ -170,23 +170,29 @@ class SqliteQueue:
     def _try_receive(
         self, max_messages: int, visibility_timeout_s: float
     ) -> tuple[list[Message], float | None]:
-        """Messages received now, or none and when the next hidden one becomes visible."""
+        """Messages received now, or none and when the next hidden one becomes visible.
+
+        A read-only check comes first, so idle polls take no write lock; the receive is
+        then one statement, so its own transaction: the write lock is held for it alone,
+        not across the round trips of a BEGIN ... COMMIT. A message received once too
+        often is moved to the dead letters afterwards, under the lock it was received
+        with (a crash in between leaves it hidden until its visibility timeout, and the
+        next receive moves it)."""
         now = time.time()
         due = self._db.execute(self._next_visible, (self.name, *self._only)).fetchone()[0]
         if due is None or due > now:  # read-only check: idle polls take no write lock
             return [], due
-        with self._db.write() as c:
-            rows = c.execute(
-                self._receive,
-                (now + visibility_timeout_s, self.name, now, max_messages, *self._only),
-            ).fetchall()
-            dead = [r[0] for r in rows if r[3] > self._max]  # r: seq, id, body, count, ...
-            if dead:
-                reason = f"delivered {self._max} times without being deleted (max deliveries)"
-                for seq in dead:
-                    c.execute(_DEAD_LETTER, (seq, 1, reason, now))
-                    c.execute("DELETE FROM messages WHERE seq = ?", (seq,))
-                rows = [r for r in rows if r[3] <= self._max]
+        rows = self._db.execute(
+            self._receive, (now + visibility_timeout_s, self.name, now, max_messages, *self._only),
+        ).fetchall()
+        dead = [r for r in rows if r[3] > self._max]  # r: seq, id, body, count, ..., lock
+        if dead:
+            reason = f"delivered {self._max} times without being deleted (max deliveries)"
+            with self._db.write() as c:
+                for r in dead:
+                    if c.execute(_DEAD_LETTER_HELD, (r[0], 1, reason, now, r[5])).rowcount:
+                        c.execute("DELETE FROM messages WHERE seq = ?", (r[0],))
+            rows = [r for r in rows if r[3] <= self._max]
         rows.sort()  # RETURNING order is unspecified; hand them out oldest first
         return [_message(r) for r in rows], None
 
