@@ -84,7 +84,7 @@ W_TRACKER_START = "worker: tracker start (deferred capture and record)"
 W_PROCESSOR = "worker: processor (glue)"
 W_RUN_PROCESS = "worker: run_process (watchdog, proctree, tail)"
 W_SPAWN = "worker: spawn (ask the spawn server, or start a supervisor)"
-W_WAIT = "worker: process run (supervisor+sh+task until exit)"
+W_WAIT = "worker: process run (sh and the task, until exit)"
 W_PUBLISH = "worker: publish output"
 W_TRACKER_END = "worker: tracker end (record, log lines)"
 W_LOG_FINISH = "worker: log capture finish (join, upload)"
@@ -298,7 +298,7 @@ def install(rec: Recorder, role: str) -> None:
     from dagq.runtime import coordinator as rt_coordinator
     from dagq.runtime import dispatch as rt_dispatch
     from dagq.runtime import states as rt_states
-    from dagq.worker import attempt_tracking, claims, gate, history, logcapture, process
+    from dagq.worker import attempt_tracking, claims, gate, history, logcapture, process, spawner
     from dagq.worker import environment as w_environment
     from dagq.worker import processors as w_processors
     from dagq.worker import publish as w_publish
@@ -442,6 +442,7 @@ def install(rec: Recorder, role: str) -> None:
         # and the wait for the task's exit, whichever way it was started
         wrap(process, "_start", W_SPAWN)
         wrap(TimedPopen, "wait", W_WAIT)
+        wrap(spawner.SpawnServer, "wait", W_WAIT)
 
         proxy = types.SimpleNamespace(**{k: getattr(real_subprocess, k)
                                          for k in dir(real_subprocess)

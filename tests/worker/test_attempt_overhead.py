@@ -47,6 +47,28 @@ def test_many_cancelled_callbacks_do_not_pile_up() -> None:
     assert len(pacer._due) < 100  # dead entries are dropped, not kept until due
 
 
+def test_cancelled_callbacks_do_not_wake_the_pacer() -> None:
+    """An attempt cancels its two timers when it ends; at hundreds of attempts a second,
+    waking for each would take the interpreter lock from the slots that many times."""
+    pacer = Pacer()
+    waits = 0
+    real_wait = pacer._cond.wait
+
+    def counted(timeout: float | None = None) -> bool:
+        nonlocal waits
+        waits += 1
+        return real_wait(timeout)
+
+    pacer._cond.wait = counted  # type: ignore[method-assign]
+    done = threading.Event()
+    pacer.call_later(0.0, lambda: None)  # starts the thread
+    for k in range(50):
+        pacer.cancel(pacer.call_later(0.01 + k * 0.002, lambda: None))
+    pacer.call_later(0.3, done.set)
+    assert done.wait(5)
+    assert waits <= 5
+
+
 def _capture(tmp_path: Path) -> LogCapture:
     outputs = open_backend(f"sqlite:{tmp_path / 'x.db'}").outputs
     return LogCapture(outputs, tmp_path / "a.log", "wf", "t", 1, 1000, max_bytes=1 << 20,

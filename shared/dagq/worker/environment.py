@@ -131,7 +131,7 @@ def discard_workdir(path: Path, pacer: Pacer = PACER) -> None:
 
     with _PENDING_LOCK:
         _PENDING.add(path)
-    pacer.call_later(0.0, remove)
+    pacer.call_later(REMOVE_AFTER_S, remove)
 
 
 def remove_pending_workdirs() -> None:
@@ -144,6 +144,10 @@ def remove_pending_workdirs() -> None:
         remove_workdir(path)
 
 
+REMOVE_AFTER_S = 0.05
+"""How long a discarded workdir waits: removals due together run in one wake-up of the
+pacer, not one each (at hundreds of tasks a second, each wake-up is a hand-over of the
+interpreter lock the slots wait on)."""
 _PENDING: set[Path] = set()
 _PENDING_LOCK = threading.Lock()
 

@@ -63,6 +63,10 @@ class Pacer:
         while True:
             with self._cond:
                 while not self._due or self._due[0][0] > self._clock():
+                    while self._due and self._due[0][1] not in self._live:
+                        heapq.heappop(self._due)  # cancelled: no reason to wake for it
+                    if self._due and self._due[0][0] <= self._clock():
+                        break
                     self._cond.wait(None if not self._due else self._due[0][0] - self._clock())
                 _, handle = heapq.heappop(self._due)
                 callback = self._live.pop(handle, None)
