@@ -85,7 +85,6 @@ class LogCapture:
         self._pacer: Pacer | None = None
         self._pending = -1  # the pacer's handle of a deferred start
         self._lock = threading.Lock()
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))  # as touch
 
     def start(self, pacer: Pacer | None = None) -> LogCapture:
         """Start the background thread now, or with ``pacer`` after the first poll
