@@ -170,3 +170,12 @@ def test_a_request_it_cannot_read_stops_the_server_with_a_message(binary: Path,
         status = os.waitpid(pid, 0)[1]
     assert os.waitstatus_to_exitcode(status) == 125
     assert "malformed request" in errors.read_text()
+
+
+def test_a_null_byte_is_refused_as_popen_refuses_it(tmp_path: Path, binary: Path) -> None:
+    """It would break the request's framing; the server is not disturbed by it."""
+    with pytest.raises(ValueError, match="null byte"):
+        _run(tmp_path, "echo a\0b")
+    pid = _server_pid(binary)
+    assert _run(tmp_path, "exit 6")[0] == 6
+    assert _server_pid(binary) == pid

@@ -111,7 +111,10 @@ class SpawnServer:
         if self._lost is not None:
             raise ServerLost(self._lost)
         conn = self._conn()
-        text = "\0".join([cwd or "", *argv, *(f"{k}={v}" for k, v in env.items()), ""])
+        strings = [cwd or "", *argv, *(f"{k}={v}" for k, v in env.items())]
+        text = "\0".join([*strings, ""])
+        if text.count("\0") != len(strings):  # as Popen and posix_spawn refuse it
+            raise ValueError("embedded null byte in a task's command, environment or cwd")
         body = text.encode(_FS_ENCODING, "surrogateescape")  # as os.fsencode, at once
         head = HEAD.pack(START, next(conn.ids), len(argv), len(env), len(body))
         try:
