@@ -214,8 +214,8 @@ def _start(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, log: in
     with proctree.roots_lock():
         wrapped = wrap(argv, env)
         if cwd is None and _POSIX_SPAWN and wrapped[0] == binary:
-            pid = os.posix_spawn(wrapped[0], wrapped, env, setsid=True, setsigdef=_RESTORED,
-                                 file_actions=[
+            pid = os.posix_spawn(wrapped[0], wrapped, env, setsid=True,
+                                 setsigdef=spawner.RESTORED, file_actions=[
                                      (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                                      (os.POSIX_SPAWN_DUP2, log, 1),
                                      (os.POSIX_SPAWN_DUP2, log, 2)])
@@ -234,9 +234,6 @@ def _compiled() -> str | None:
 
 
 _POSIX_SPAWN = hasattr(os, "posix_spawn") and hasattr(os, "waitstatus_to_exitcode")
-_RESTORED = (signal.SIGPIPE, signal.SIGXFSZ)
-"""Signals Python ignores that a started process gets back at their defaults (as
-``Popen``'s ``restore_signals``)."""
 
 
 def _group_alive(pgid: int) -> bool:

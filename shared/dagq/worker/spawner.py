@@ -79,7 +79,7 @@ class SpawnServer:
         try:
             self.pid = os.posix_spawn(
                 binary, [binary, "--serve", str(os.getpid())], dict(os.environ),
-                setsid=True, setsigdef=_RESTORED,
+                setsid=True, setsigdef=RESTORED,
                 file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                               (os.POSIX_SPAWN_DUP2, passed, SERVER_FD)])
         except BaseException:
@@ -193,8 +193,9 @@ def _rights(fd: int) -> list[tuple[int, int, array.array[int]]]:
     return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
 
 
-_RESTORED = tuple(s for s in (getattr(signal, n, None) for n in ("SIGPIPE", "SIGXFSZ"))
-                  if s is not None)
+RESTORED = (signal.SIGPIPE, signal.SIGXFSZ)
+"""Signals Python ignores that a started process gets back at their defaults (as
+``Popen``'s ``restore_signals``)."""
 
 _servers: dict[str, SpawnServer] = {}
 _servers_lock = threading.Lock()

@@ -155,39 +155,50 @@ static void exit_like(int status) {
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
-/* Execute argv with default signal handling and an empty mask (searching PATH as
- * supervisor.py does: no shell fallback); exit 127 if it cannot be executed. */
+/* The file to execute for `name`: itself if it has a '/', else the first executable
+ * regular file named so in the task's PATH (the supervisor's default without one);
+ * NULL with *err set if there is none. */
+static char *resolve(const char *name, char **envp, int *err) {
+    if (strchr(name, '/')) return strdup(name);
+    const char *path = "/usr/local/bin:/usr/bin:/bin";
+    for (char **e = envp; *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0) { path = *e + 5; break; }
+    size_t len = strlen(name);
+    *err = ENOENT;
+    for (const char *p = path;; p++) {
+        const char *colon = strchrnul(p, ':');
+        size_t dlen = colon > p ? (size_t)(colon - p) : 1;
+        char *full = malloc(dlen + len + 2);
+        if (!full) { *err = ENOMEM; return NULL; }
+        memcpy(full, colon > p ? p : ".", dlen);
+        full[dlen] = '/';
+        memcpy(full + dlen + 1, name, len + 1);
+        struct stat st;
+        if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(full, X_OK) == 0) return full;
+            *err = EACCES;
+        }
+        free(full);
+        p = colon;
+        if (!*p) return NULL;
+    }
+}
+
+/* Execute argv with default signal handling and an empty mask (the file `resolve`
+ * finds: no shell fallback); exit 127 if it cannot be executed. */
 static void run_in_place(char **argv) {
     sigset_t none;
-    int error = ENOENT;
+    int error = 0;
     signal(SIGPIPE, SIG_DFL);
     signal(SIGXFSZ, SIG_DFL);
     sigaction(SIGCHLD, &saved_chld, NULL);
     sigaction(SIGTERM, &saved_term, NULL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (strchr(argv[0], '/')) {
-        execv(argv[0], argv);
+    char *path = resolve(argv[0], environ, &error);
+    if (path) {
+        execv(path, argv);
         error = errno;
-    } else {
-        const char *path = getenv("PATH");
-        if (!path) path = "/usr/local/bin:/usr/bin:/bin";
-        size_t len = strlen(argv[0]);
-        for (const char *p = path;; p++) {
-            const char *colon = strchrnul(p, ':');
-            size_t dlen = colon > p ? (size_t)(colon - p) : 1;
-            char *full = malloc(dlen + len + 2);
-            if (full) {
-                memcpy(full, colon > p ? p : ".", dlen);
-                full[dlen] = '/';
-                memcpy(full + dlen + 1, argv[0], len + 1);
-                execv(full, argv);
-                error = errno;
-                free(full);
-            }
-            p = colon;
-            if (!*p) break;
-        }
     }
     dprintf(2, "dagq: cannot run '%s': %s\n", argv[0], strerror(error));
     _exit(EXIT_CANNOT_RUN);
@@ -362,35 +373,6 @@ static int read_head(int sock, struct request_head *h, int *fd) {
     if ((size_t)n < sizeof *h && read_full(sock, (char *)h + n, sizeof *h - (size_t)n) < 0)
         return -1;
     return 0;
-}
-
-/* The file to execute for `name`: itself if it has a '/', else the first executable
- * regular file named so in the task's PATH (the supervisor's default without one);
- * NULL with *err set if there is none. */
-static char *resolve(const char *name, char **envp, int *err) {
-    if (strchr(name, '/')) return strdup(name);
-    const char *path = "/usr/local/bin:/usr/bin:/bin";
-    for (char **e = envp; *e; e++)
-        if (strncmp(*e, "PATH=", 5) == 0) { path = *e + 5; break; }
-    size_t len = strlen(name);
-    *err = ENOENT;
-    for (const char *p = path;; p++) {
-        const char *colon = strchrnul(p, ':');
-        size_t dlen = colon > p ? (size_t)(colon - p) : 1;
-        char *full = malloc(dlen + len + 2);
-        if (!full) { *err = ENOMEM; return NULL; }
-        memcpy(full, colon > p ? p : ".", dlen);
-        full[dlen] = '/';
-        memcpy(full + dlen + 1, name, len + 1);
-        struct stat st;
-        if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
-            if (access(full, X_OK) == 0) return full;
-            *err = EACCES;
-        }
-        free(full);
-        p = colon;
-        if (!*p) return NULL;
-    }
 }
 
 /* The task's child: a vfork, which only makes system calls until it executes `path`
