@@ -1,5 +1,6 @@
-"""dagq's runner: a ``dagq coordinator`` and a ``dagq worker default --concurrency SLOTS`` on
-a fresh embedded SQLite store, started once, then the shared warm-up and repetitions.
+"""dagq's runner: a ``dagq coordinator`` and a ``dagq worker default --processes SLOTS``
+(``--layout threads``: ``--concurrency SLOTS`` in one process) on a fresh embedded SQLite
+store, started once, then the shared warm-up and repetitions.
 
 Runs under the project's virtualenv and takes its workflows and timing from
 ``bench/runtime_bench.py`` (a workflow is timed from submission until its index row is
@@ -52,7 +53,10 @@ def definition(shape: str, sizes: Sizes) -> WorkflowDef:
 
 def main() -> None:
     """Start the coordinator and the worker, measure, write the result, stop them."""
-    args = runner_arguments(__doc__).parse_args()
+    parser = runner_arguments(__doc__)
+    parser.add_argument("--layout", choices=("threads", "processes"), default="processes",
+                        help="processes: SLOTS processes x 1 slot; threads: 1 x SLOTS")
+    args = parser.parse_args()
     sizes = sizes_from(args)
     logs = args.logs or Path(tempfile.mkdtemp(prefix="dagq-peer-bench-"))
     logs.mkdir(parents=True, exist_ok=True)
@@ -65,7 +69,9 @@ def main() -> None:
     client = WorkflowClient(backend_from_settings(Settings.from_env()))
 
     coord_log, worker_log = logs / "dagq-coordinator.log", logs / "dagq-worker.log"
-    worker_cmd = ["worker", "default", "--concurrency", str(args.slots)]
+    worker_cmd = (["worker", "default", "--concurrency", str(args.slots)]
+                  if args.layout == "threads" else
+                  ["worker", "default", "--processes", str(args.slots), "--concurrency", "1"])
     coord = start_worker([runtime_bench.DAGQ, "coordinator"], coord_log, env=env)
     worker = start_worker([runtime_bench.DAGQ, *worker_cmd], worker_log, env=env)
     time.sleep(1.0)  # as runtime_bench.py; the warm-up absorbs the rest of the start

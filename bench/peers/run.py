@@ -69,6 +69,11 @@ def parse_args() -> argparse.Namespace:
                         help="processes: SLOTS processes x 1 thread (default: equal on "
                              "the fan-out and the lattice, faster on the chain); "
                              "threads: 1 process x SLOTS threads")
+    parser.add_argument("--dagq-layout", choices=("threads", "processes"),
+                        default="processes",
+                        help="processes: dagq worker --processes SLOTS --concurrency 1 "
+                             "(default, the layout of Celery's prefork pool and of dramatiq "
+                             "here); threads: dagq worker --concurrency SLOTS")
     parser.add_argument("--redis-server", default=None, metavar="PATH",
                         help="redis-server binary (default: PATH, apt-get if root)")
     parser.add_argument("--logs", type=Path, default=None, metavar="DIR",
@@ -107,6 +112,8 @@ def run_runner(label: str, system: str, python: str, args: argparse.Namespace,
            "--logs", str(logs / label), "--out", str(out)]
     if system == "dramatiq":
         cmd += ["--layout", args.dramatiq_layout]
+    if system == "dagq":
+        cmd += ["--layout", args.dagq_layout]
     log(f"== {label}: {shlex.join(cmd)}")
     load_before = os.getloadavg()[0]
     proc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, check=False)

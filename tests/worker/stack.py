@@ -8,7 +8,9 @@ its own backend, which costs no process start per look.
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,3 +114,24 @@ def wait_file(path: Path, deadline_s: float = 30.0) -> str:
 
     return eventually(probe, f"{path} to be written", deadline_s)
 
+
+
+def run_gpu_probes(stack: Stack, queue: str, count: int = 4) -> dict[str, dict[str, Any]]:
+    """Run ``count`` tasks of ``scripts/slots.py`` on ``queue`` to completion; what each
+    recorded (its devices and those of the tasks that ran beside it), by task name. Fails
+    if two tasks running at once shared a device, or if no two tasks ran at once."""
+    probe = stack.root / "probe"
+    tasks = [{"name": f"t{i}", "kwargs": {"cmd": f"{sys.executable} {SCRIPTS / 'slots.py'} "
+                                                 f"{probe}"}} for i in range(count)]
+    wf = stack.submit("slots", tasks, default_queue=queue)
+    assert stack.wait_terminal(wf) == "completed"
+    seen = {p.stem: json.loads(p.read_text()) for p in (probe / "seen").glob("*.json")}
+    assert sorted(seen) == [f"t{i}" for i in range(count)]
+    overlaps = 0
+    for name, rec in seen.items():
+        mine = set(rec["devices"].split(","))
+        for peer, devices in rec["peers"].items():
+            overlaps += 1
+            assert not mine & set(devices.split(",")), f"{name} and {peer} shared a GPU: {seen}"
+    assert overlaps, f"no two tasks ran at the same time, so nothing was checked: {seen}"
+    return seen

@@ -30,7 +30,9 @@ from dagq.wiring import backend_from_settings
 from dagq.worker import liveness, proctree
 from dagq.worker.builtin import default_processors, load_processor
 from dagq.worker.eventlog import configure_events
+from dagq.worker.gpu import shares
 from dagq.worker.heartbeat import check_local
+from dagq.worker.pool import ProcessPool
 from dagq.worker.runtime import Worker
 
 
@@ -112,7 +114,11 @@ def _start_metrics(port: int | None) -> None:
 @click.command()
 @click.argument("queue", envvar="DAGQ_WORKER_QUEUE")
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
-              envvar="DAGQ_WORKER_CONCURRENCY", help="Tasks run at once.")
+              envvar="DAGQ_WORKER_CONCURRENCY", help="Tasks run at once (in each process).")
+@click.option("--processes", type=click.IntRange(min=1), default=1, show_default=True,
+              envvar="DAGQ_WORKER_PROCESSES",
+              help="Worker processes of --concurrency slots each, kept by one parent "
+                   "(small Python-bound tasks scale past one interpreter; see docs/workers.md).")
 @click.option("--max-tasks", type=click.IntRange(min=1), default=None, envvar="DAGQ_MAX_TASKS",
               help="Exit after handling this many messages (e.g. 1 in a Kubernetes Job).")
 @click.option("--idle-timeout", type=float, default=None, envvar="DAGQ_IDLE_TIMEOUT",
@@ -138,7 +144,8 @@ def _start_metrics(port: int | None) -> None:
 @store_option
 @click.pass_context
 @handle_errors
-def worker(ctx: click.Context, queue: str, concurrency: int, max_tasks: int | None,
+def worker(ctx: click.Context, queue: str, concurrency: int, processes: int,
+           max_tasks: int | None,
            idle_timeout: float | None,
            max_idle_backoff: float | None, cancel_poll_interval: float | None,
            kill_timeout: float | None, gpus_per_task: int, gpus: str | None,
@@ -153,26 +160,40 @@ def worker(ctx: click.Context, queue: str, concurrency: int, max_tasks: int | No
         ok, why = liveness.check(liveness.liveness_path(queue, settings.store), time.time())
         click.echo(why, err=True)
         sys.exit(0 if ok else 1)
-    configure_events(settings.log_format)
-    backend = backend_from_settings(settings)
     if ready:
+        backend = backend_from_settings(settings)
         ok = check_local(backend.records, queue, time.time(), settings.heartbeat_interval)
         click.echo("ready" if ok else f"no live, healthy worker for {queue!r} on this host",
                    err=True)
         sys.exit(0 if ok else 1)
+    parts = shares([g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
+                   processes, gpus_per_task, concurrency)
     procs = [load_processor(p) for p in processors] + default_processors()
-    w = Worker(backend, settings, queue, concurrency=concurrency, processors=procs,
-               gpus_per_task=gpus_per_task,
-               gpus=[g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
-               idle_timeout=idle_timeout, max_tasks=max_tasks)
-    click.echo(f"worker {w.worker_id} on queue {queue!r} with {w.concurrency} slot(s)", err=True)
-    proctree.enable_subreaper()  # orphaned task processes stay reachable and get reaped
-    started = time.monotonic()
-    code = w.run()
-    click.echo(f"worker {w.worker_id} stopped after {time.monotonic() - started:.1f}s: "
-               f"{w.summary()}", err=True)
-    write_stats("worker", backend, dict(w.stats))
-    sys.exit(code)
+
+    def run(index: int) -> int:
+        configure_events(settings.log_format)
+        backend = backend_from_settings(settings)
+        w = Worker(backend, settings, queue, concurrency=concurrency, processors=procs,
+                   gpus_per_task=gpus_per_task, gpus=parts[index],
+                   idle_timeout=idle_timeout, max_tasks=max_tasks)
+        click.echo(f"worker {w.worker_id} on queue {queue!r} with {w.concurrency} slot(s)",
+                   err=True)
+        proctree.enable_subreaper()  # orphaned task processes stay reachable and get reaped
+        started = time.monotonic()
+        code = w.run()
+        click.echo(f"worker {w.worker_id} stopped after {time.monotonic() - started:.1f}s: "
+                   f"{w.summary()}", err=True)
+        write_stats("worker", backend, dict(w.stats))
+        return code
+
+    if processes == 1:
+        sys.exit(run(0))
+    click.echo(f"worker pool {os.getpid()}: {processes} processes x {concurrency} slot(s) "
+               f"on queue {queue!r}", err=True)
+    pool = ProcessPool(processes, handle_errors(run),
+                       liveness.liveness_path(queue, settings.store),
+                       echo=lambda line: click.echo(line, err=True))
+    sys.exit(pool.run())
 
 
 def _running(keys: object, show: int = 3) -> str:

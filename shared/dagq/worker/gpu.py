@@ -191,3 +191,27 @@ class HealthGate:
             return False
         stop.wait(1.0)
         return True
+
+
+def shares(gpus: list[str] | None, processes: int, per_task: int,
+           concurrency: int) -> list[list[str] | None]:
+    """The GPUs of each of ``processes`` worker processes on one machine: ``gpus`` (else
+    those detected) in contiguous, disjoint parts, so no two processes hand out the same
+    device. One process keeps ``gpus`` as given (None: it detects them itself). Refuses a
+    layout whose parts cannot give every slot ``per_task`` GPUs."""
+    if processes == 1:
+        return [gpus]
+    devices = gpus if gpus is not None else detect_gpus()
+    each, extra = divmod(len(devices), processes)
+    parts, start = [], 0
+    for i in range(processes):
+        end = start + each + (1 if i < extra else 0)
+        parts.append(devices[start:end])
+        start = end
+    if per_task and min(len(p) for p in parts) < per_task * concurrency:
+        raise ConfigError(
+            f"--processes {processes} x --concurrency {concurrency} with --gpus-per-task "
+            f"{per_task} needs {processes * concurrency * per_task} GPU(s) "
+            f"({concurrency * per_task} per process) but {len(devices)} were found "
+            f"({','.join(devices) or 'none'}); use fewer processes or slots, or pass --gpus")
+    return list(parts)
