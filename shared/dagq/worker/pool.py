@@ -151,8 +151,8 @@ class ProcessPool:
             code = 1
             try:
                 _die_with(parent)
-                for sig in (signal.SIGTERM, signal.SIGINT):
-                    signal.signal(sig, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the pool's handlers
+                signal.signal(signal.SIGINT, signal.default_int_handler)
                 os.environ[LIVENESS_ENV] = str(path)
                 code = self._run_child(child.index)
             except SystemExit as exc:
