@@ -311,13 +311,15 @@ class SqliteBackend:
         self.index: Index = SqliteIndex(self._db, self.stats)
         self.outputs: OutputStore = SqliteOutputs(self._db, self.stats)
         self.records: Records = SqliteRecords(self._db, self.stats)
-        self.queues: Queues = SqliteQueues(
+        self._sqlite_queues = SqliteQueues(
             self._db, self.stats, max_deliveries=max_deliveries,
             dedup_window_s=dedup_window_s, poll_interval_s=poll_interval_s,
         )
+        self.queues: Queues = self._sqlite_queues
 
     def close(self) -> None:
         """Close every connection of this backend."""
+        self._sqlite_queues.close()
         self._db.close()
 
     def __repr__(self) -> str:

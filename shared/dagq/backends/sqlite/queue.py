@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from dagq.backends.sqlite.bell import Bell, bells_dir
 from dagq.backends.sqlite.db import SqliteDb
 from dagq.errors import NotFound, StoreError
 from dagq.ports import Message, RequestStats
@@ -80,8 +81,9 @@ class SqliteQueue:
     """One logical queue (rows of ``messages`` with ``queue = name``)."""
 
     def __init__(self, name: str, db: SqliteDb, stats: RequestStats, *, max_deliveries: int,
-                 dedup_window_s: float, poll_interval_s: float) -> None:
+                 dedup_window_s: float, poll_interval_s: float, bell: Bell | None = None) -> None:
         self.name = name
+        self.bell = bell if bell is not None else Bell(None, name)
         self.max_message_bytes = MAX_BODY
         self._db = db
         self._stats = stats
@@ -100,7 +102,8 @@ class SqliteQueue:
         messages sleeps on them like on an empty queue. Sending, deleting and the rest
         are those of the whole queue."""
         out = SqliteQueue(self.name, self._db, self._stats, max_deliveries=self._max,
-                          dedup_window_s=self._window, poll_interval_s=self._poll)
+                          dedup_window_s=self._window, poll_interval_s=self._poll,
+                          bell=self.bell)
         out._only = tuple(prefixes)
         if not out._only:
             raise ValueError("only() needs at least one message id prefix")
@@ -119,6 +122,8 @@ class SqliteQueue:
         self._db.execute(
             _SEND, (self.name, message_id, body, now + delay_s, now, now - self._window)
         )
+        if delay_s <= 0:
+            self.bell.ring()
 
     def send_many(self, items: Iterable[tuple[bytes, float, str | None]]) -> None:
         """Send ``(body, delay_s, message_id)`` items in one transaction."""
@@ -129,6 +134,8 @@ class SqliteQueue:
         if rows:
             with self._db.write() as conn:
                 conn.executemany(_SEND, rows)
+            if any(r[3] <= now for r in rows):
+                self.bell.ring()
 
     def _fits(self, body: bytes) -> bytes:
         if len(body) > MAX_BODY:
@@ -141,16 +148,20 @@ class SqliteQueue:
         """Up to ``max_messages`` visible messages, hidden for ``visibility_timeout_s``.
 
         With ``wait_s`` > 0, waits for messages: it re-queries only when another
-        connection committed (``PRAGMA data_version``) or a hidden message is due.
+        connection committed (``PRAGMA data_version``) or a hidden message is due, and it
+        wakes early when a sender rings the queue's bell (``dagq.backends.sqlite.bell``).
+        A receive that took all it asked for rings the bell on, so that a second waiter
+        whose wake-up it may have swallowed looks too.
         """
         self._stats.add("queue.receive")
         if wait_s <= 0:
             return self._try_receive(max_messages, visibility_timeout_s)[0]
+        self.bell.open()  # before the first look: a ring after it is kept for the wait
         conn = self._db.conn()
         version = conn.execute("PRAGMA data_version").fetchone()[0]  # before the query
         messages, due = self._try_receive(max_messages, visibility_timeout_s)
         if messages:
-            return messages
+            return self._passed_on(messages, max_messages)
         start = time.monotonic()
         deadline = start + wait_s
         while True:
@@ -158,14 +169,19 @@ class SqliteQueue:
             if now >= deadline:
                 return []
             pause = self._poll if now - start < _SLOW_POLL_AFTER_S else 5 * self._poll
-            time.sleep(min(pause, deadline - now))
+            self.bell.wait(min(pause, deadline - now))
             seen = conn.execute("PRAGMA data_version").fetchone()[0]
             if seen == version and (due is None or time.time() < due):
                 continue
             version = seen
             messages, due = self._try_receive(max_messages, visibility_timeout_s)
             if messages:
-                return messages
+                return self._passed_on(messages, max_messages)
+
+    def _passed_on(self, messages: list[Message], max_messages: int) -> list[Message]:
+        if len(messages) >= max_messages:  # there may be more: wake the next waiter
+            self.bell.ring()
+        return messages
 
     def _try_receive(
         self, max_messages: int, visibility_timeout_s: float
@@ -248,6 +264,7 @@ class SqliteQueue:
             "delivery_count = max(delivery_count - 1, 0) WHERE seq = ? AND lock = ?",
             (time.time(), seq, lock),
         )
+        self.bell.ring()
 
     def dead_letter(self, message: Message, reason: str) -> None:
         """Move the message to the dead letters with ``reason``; a no-op if the receipt
@@ -297,6 +314,7 @@ class SqliteQueues:
         self._window = dedup_window_s
         self._poll = poll_interval_s
         self._open: dict[str, SqliteQueue] = {}
+        self._bells = None if str(db.path) == ":memory:" else bells_dir(db.path)
 
     def get(self, name: str) -> SqliteQueue:
         """The queue called ``name`` (registered in table ``queues`` on first use)."""
@@ -309,9 +327,15 @@ class SqliteQueues:
                 (name, time.time()),
             )
             queue = SqliteQueue(name, self._db, self._stats, max_deliveries=self._max,
-                                dedup_window_s=self._window, poll_interval_s=self._poll)
+                                dedup_window_s=self._window, poll_interval_s=self._poll,
+                                bell=Bell(self._bells, name))
             self._open[name] = queue
         return queue
+
+    def close(self) -> None:
+        """Close this process's ends of the queues' bells."""
+        for queue in self._open.values():
+            queue.bell.close()
 
     def names(self) -> list[str]:
         """Names of the task queues used so far, sorted."""
