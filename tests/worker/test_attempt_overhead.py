@@ -4,11 +4,17 @@ its working directory is removed without walking the tree when it holds what it 
 
 from __future__ import annotations
 
+import os
+import stat
+import tempfile
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from dagq.backends import open_backend
+from dagq.worker.environment import new_workdir
 from dagq.worker.logcapture import POLL_S, LogCapture
 from dagq.worker.pacer import Pacer
 from tests.e2e.harness import eventually
@@ -138,3 +144,25 @@ def test_a_workdir_is_removed_off_the_slots_path_and_none_outlives_the_worker(
     remove_pending_workdirs()  # what a stopping worker does
     assert not late.exists()
     gate.set()
+
+
+def test_a_new_workdir_is_private_and_never_an_existing_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workdirs are named by pid and a counter (cheaper than a random name); a name that
+    is taken, by a directory or by a planted link, gets a random one instead."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    first = new_workdir()
+    assert first.parent == tmp_path and first.name.startswith(f"dagq-task-{os.getpid()}-")
+    assert stat.S_IMODE(first.stat().st_mode) == 0o700
+    n = int(first.name.rsplit("-", 1)[1])
+    planted = tmp_path / "elsewhere"
+    planted.mkdir()
+    (tmp_path / f"dagq-task-{os.getpid()}-{n + 1}").symlink_to(planted)
+    (tmp_path / f"dagq-task-{os.getpid()}-{n + 2}").mkdir()
+    taken = [new_workdir(), new_workdir()]
+    for path in taken:
+        assert path.is_dir() and not path.is_symlink() and path != first
+        assert not path.name.startswith(f"dagq-task-{os.getpid()}-"), "a random name"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    assert new_workdir().name == f"dagq-task-{os.getpid()}-{n + 3}"
+    assert not list(planted.iterdir())

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import os
 import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -105,6 +107,24 @@ def resolve_inputs(backend: Backend, task: TaskMessage) -> dict[str, Any]:
 def _fetched(backend: Backend, value: Any) -> Any:
     ref = ref_from_json(value)
     return json.loads(fetch_verified(backend, ref)) if ref is not None else value
+
+
+_WORKDIRS = itertools.count()
+
+
+def new_workdir() -> Path:
+    """A new, private (0700) working directory for one attempt, under the temporary folder.
+
+    Named by this process's id and a counter: ``tempfile.mkdtemp`` draws a random name
+    for each call, which costs about four times the ``mkdir`` itself. A name that exists
+    already (a directory left by an earlier process of the same id, or one planted by
+    someone else) is never reused: ``mkdir`` refuses it, and ``mkdtemp`` picks another."""
+    path = os.path.join(tempfile.gettempdir(), f"dagq-task-{os.getpid()}-{next(_WORKDIRS)}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        path = tempfile.mkdtemp(prefix="dagq-task-")
+    return Path(path)
 
 
 def remove_workdir(path: Path) -> None:

@@ -39,7 +39,13 @@ from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.bands import BandedQueue
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import finish_task_sync, start_task_sync, synced_prefixes
-from dagq.worker.environment import discard_workdir, remove_pending_workdirs, task_context, task_env
+from dagq.worker.environment import (
+    discard_workdir,
+    new_workdir,
+    remove_pending_workdirs,
+    task_context,
+    task_env,
+)
 from dagq.worker.gate import Gate, stop
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.held import Held
@@ -272,7 +278,7 @@ class Worker:
 
     def _execute(self, run: Held) -> None:
         task = run.task
-        workdir = Path(tempfile.mkdtemp(prefix="dagq-task-"))
+        workdir = new_workdir()
         gpus: list[str] | None = None
         tracker: AttemptTracker | None = None
         try:
