@@ -77,7 +77,7 @@ W_CLAIM = "worker: claim (create-only record)"
 W_EXPAND = "worker: expand inputs"
 W_ANNOUNCE = "worker: heartbeat announce"
 W_GATE = "worker: gate check (state read, cached)"
-W_MKDTEMP = "worker: workdir mkdtemp"
+W_MKDTEMP = "worker: workdir mkdir"
 W_CONTEXT = "worker: task context (inputs file, env)"
 W_TRACKER_INIT = "worker: attempt tracker init"
 W_TRACKER_START = "worker: tracker start (deferred capture and record)"
@@ -299,10 +299,10 @@ def install(rec: Recorder, role: str) -> None:
     from dagq.runtime import dispatch as rt_dispatch
     from dagq.runtime import states as rt_states
     from dagq.worker import attempt_tracking, claims, gate, history, logcapture, process, spawner
-    from dagq.worker import environment as w_environment
     from dagq.worker import processors as w_processors
     from dagq.worker import publish as w_publish
     from dagq.worker import runtime as w_runtime
+    from dagq.worker import workdirs as w_workdirs
 
     def wrap(owner: object, attr: str, phase: str, keyed: bool = True) -> None:
         setattr(owner, attr, rec.timed(phase, getattr(owner, attr), keyed=keyed))
@@ -417,9 +417,8 @@ def install(rec: Recorder, role: str) -> None:
         wrap(W, "_announce", W_ANNOUNCE)
         wrap(gate.Gate, "check", W_GATE)
         wrap(W, "_context", W_CONTEXT)
-        _set(w_runtime, "tempfile", types.SimpleNamespace(
-            mkdtemp=rec.timed(W_MKDTEMP, tempfile.mkdtemp), gettempdir=tempfile.gettempdir))
-        wrap(w_environment, "_remove_known", BG_RMTREE, keyed=False)
+        wrap(w_runtime, "new_workdir", W_MKDTEMP)
+        wrap(w_workdirs, "_remove_known", BG_RMTREE, keyed=False)
         T = attempt_tracking.AttemptTracker
         wrap(T, "__init__", W_TRACKER_INIT)
         wrap(T, "start", W_TRACKER_START)

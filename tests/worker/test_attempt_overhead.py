@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from dagq.backends import open_backend
-from dagq.worker.environment import new_workdir
 from dagq.worker.logcapture import POLL_S, LogCapture
 from dagq.worker.pacer import Pacer
+from dagq.worker.workdirs import new_workdir
 from tests.e2e.harness import eventually
 
 
@@ -102,7 +102,8 @@ def test_a_long_capture_starts_its_thread_and_streams(tmp_path: Path) -> None:
 
 
 def test_a_workdir_goes_whatever_the_task_left_in_it(tmp_path: Path) -> None:
-    from dagq.worker.environment import INPUTS_FILE, OUTPUT_FILE, remove_workdir
+    from dagq.worker.environment import INPUTS_FILE, OUTPUT_FILE
+    from dagq.worker.workdirs import remove_workdir
 
     plain, messy, odd = tmp_path / "plain", tmp_path / "messy", tmp_path / "odd"
     for d in (plain, messy, odd):
@@ -119,11 +120,8 @@ def test_a_workdir_goes_whatever_the_task_left_in_it(tmp_path: Path) -> None:
 
 def test_a_workdir_is_removed_off_the_slots_path_and_none_outlives_the_worker(
         tmp_path: Path) -> None:
-    from dagq.worker.environment import (
-        INPUTS_FILE,
-        discard_workdir,
-        remove_pending_workdirs,
-    )
+    from dagq.worker.environment import INPUTS_FILE
+    from dagq.worker.workdirs import discard_workdir, remove_pending_workdirs
 
     plain, messy, late = tmp_path / "plain", tmp_path / "messy", tmp_path / "late"
     for d in (plain, messy, late):

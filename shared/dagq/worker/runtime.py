@@ -39,13 +39,7 @@ from dagq.worker.attempt_tracking import AttemptTracker
 from dagq.worker.bands import BandedQueue
 from dagq.worker.builtin import default_processors
 from dagq.worker.dirsync import finish_task_sync, start_task_sync, synced_prefixes
-from dagq.worker.environment import (
-    discard_workdir,
-    new_workdir,
-    remove_pending_workdirs,
-    task_context,
-    task_env,
-)
+from dagq.worker.environment import task_context, task_env
 from dagq.worker.gate import Gate, stop
 from dagq.worker.heartbeat import Heartbeat, prune
 from dagq.worker.held import Held
@@ -53,6 +47,7 @@ from dagq.worker.history import HistoryWriter
 from dagq.worker.liveness import Liveness, liveness_path
 from dagq.worker.poison import give_up
 from dagq.worker.processors import Outcome, Processor, TaskContext, run_with
+from dagq.worker.workdirs import discard_workdir, new_workdir, remove_pending_workdirs
 
 log = logging.getLogger("dagq.worker")
 
