@@ -6,6 +6,7 @@ patience was woken by the bell, not by its poll."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -110,3 +111,21 @@ def test_a_closed_backend_leaves_no_descriptor_open(tmp_path: Path) -> None:
         queue.receive(1, 60.0, wait_s=0.01)
         backend.close()
     assert len(list(fds.iterdir())) <= before + 2
+
+
+def test_a_bell_above_descriptor_1024_still_wakes(tmp_path: Path) -> None:
+    """A busy worker may hold more than 1,024 descriptors; ``select`` cannot watch one
+    above that (ValueError), which must neither break a wait nor turn it into a poll."""
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        listener = Bell(bells_dir(tmp_path / "store.db"), "work")
+        fd = listener.open()
+        assert fd is not None and fd > 1024
+        Bell(bells_dir(tmp_path / "store.db"), "work").ring()
+        started = time.monotonic()
+        listener.wait(SLOW_POLL)
+        assert time.monotonic() - started < PATIENCE
+        listener.close()
+    finally:
+        for f in filler:
+            os.close(f)

@@ -4,7 +4,7 @@ message is sent instead of at its next poll.
 Every process on one database file shares a named pipe per queue, in a folder beside the
 file (``{db}-bells/``, one pipe per queue, named by a digest of the queue name). A sender
 writes one byte after its send has committed; a receiver with nothing to take waits in
-``select`` on the pipe for at most its poll interval, then reads what is there. Each
+``poll`` on the pipe for at most its poll interval, then reads what is there. Each
 process opens the pipe for reading *and* writing, so opening never blocks or fails for
 want of the other side, and a full pipe (nobody reading) only makes further rings no-ops.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import select
 import stat
@@ -53,13 +54,14 @@ class Bell:
         if fd is None:
             time.sleep(timeout_s)
             return
+        watch = select.poll()  # one per wait: a poll object refuses concurrent use
+        watch.register(fd, select.POLLIN)  # (``select`` refuses descriptors over 1,023)
         try:
-            ready, _, _ = select.select([fd], [], [], timeout_s)
-            if ready:
+            if watch.poll(max(0, math.ceil(timeout_s * 1000))):  # ms, never a spin
                 os.read(fd, 4096)
         except BlockingIOError:  # another thread of this process read the ring first
             pass
-        except OSError:
+        except OSError:  # closed meanwhile (the backend closed): wait as if polling
             time.sleep(timeout_s)
 
     def open(self) -> int | None:
