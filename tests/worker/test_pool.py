@@ -3,6 +3,7 @@ processes (``dagq.worker.pool``), with stand-in children and with the real worke
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 from dagq.config import ConfigError
 from dagq.protocol.heartbeats import PARTITION
 from dagq.worker.gpu import shares
+from dagq.worker.pool import ProcessPool
 from tests.e2e.harness import eventually
 from tests.worker.stack import SCRIPTS, Stack, run_gpu_probes
 
@@ -150,3 +152,32 @@ def test_a_pool_of_real_workers_shares_the_queue_and_never_the_gpus(
     assert stack.run("worker", "gpu", "--check").returncode == 0
     assert pool.stop() == 0, pool.text()
     assert pool.text().count("stopped after") == 2, pool.text()
+
+
+def test_a_fork_that_fails_is_retried_later_and_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the process limit ``fork`` fails (EAGAIN): the pool must neither end with a
+    traceback nor spin; it says so and tries again after the child's pause."""
+    lines: list[str] = []
+    pool = ProcessPool(1, lambda index: 0, tmp_path / "pool.alive", echo=lines.append)
+
+    def no_fork() -> int:
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    child = pool.children[0]
+    before = time.monotonic()
+    pool._start(child)
+    assert child.pid == 0 and child.due >= before + 1.0
+    assert child.pause == 2.0, "the next failure waits longer"
+    assert lines == ["worker pool: worker process 0 could not be started ([Errno 11] "
+                     "Resource temporarily unavailable); starting another in 1s"]
+
+
+def test_a_closed_stderr_does_not_stop_the_pool(tmp_path: Path) -> None:
+    def broken(line: str) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    pool = ProcessPool(1, lambda index: 0, tmp_path / "pool.alive", echo=broken)
+    pool._later(pool.children[0], "was killed by SIGKILL")  # says it: must not raise
+    assert pool.children[0].due > 0

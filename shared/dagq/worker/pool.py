@@ -137,16 +137,21 @@ class ProcessPool:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         if not self._stopping:
-            self._echo(f"worker pool: {signal.Signals(signum).name}, stopping "
+            self._say(f"worker pool: {signal.Signals(signum).name}, stopping "
                        f"{sum(1 for c in self.children if c.pid)} worker process(es)")
         self.stop()
 
     def _start(self, child: Child) -> None:
         path = child_liveness(self._liveness.path, child.index)
         parent = os.getpid()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # e.g. EAGAIN at the process limit: try again later
+            self._later(child, f"could not be started ({exc})")
+            return
         if pid == 0:  # the child never returns from here
             code = 1
             try:
@@ -190,18 +195,27 @@ class ProcessPool:
             child.done = True
             return
         if now - self._born < self._early:
-            self._echo(f"worker pool: worker process {child.index} {_describe(status)} at "
+            self._say(f"worker pool: worker process {child.index} {_describe(status)} at "
                        "start; stopping the pool")
             self._code = code
             self.stop()
             return
         if now - child.started >= HEALTHY_AFTER_S:
             child.pause = FIRST_PAUSE_S
-        child.due = now + child.pause
-        self._echo(f"worker pool: worker process {child.index} {_describe(status)}; "
-                   f"starting another in {child.pause:g}s (its released tasks go to the "
-                   "others; see the lines above for why it ended)")
+        self._later(child, _describe(status), " (its released tasks go to the others; see the "
+                                              "lines above for why it ended)")
+
+    def _later(self, child: Child, what: str, more: str = "") -> None:
+        """Start ``child`` again after its pause, which then doubles."""
+        child.due = time.monotonic() + child.pause
+        self._say(f"worker pool: worker process {child.index} {what}; starting another in "
+                  f"{child.pause:g}s{more}")
         child.pause = min(child.pause * 2, LONGEST_PAUSE_S)
+
+    def _say(self, line: str) -> None:
+        """A line on the pool's stderr; a stderr gone (a closed pipe) must not stop it."""
+        with contextlib.suppress(OSError):
+            self._echo(line)
 
     def _touch(self, now: float) -> None:
         """Touch the pool's liveness file if every child's own file is fresh (or the
@@ -215,7 +229,7 @@ class ProcessPool:
             if not ok:
                 fresh = False
                 if not child.stale_told:
-                    self._echo(f"worker pool: worker process {child.index} (pid {child.pid}) "
+                    self._say(f"worker pool: worker process {child.index} (pid {child.pid}) "
                                f"looks stuck: {why}; the pool's liveness file is no longer "
                                "touched, so `--check` fails")
                 child.stale_told = True
