@@ -138,7 +138,7 @@ class ProcessPool:
     def _on_signal(self, signum: int, _frame: object) -> None:
         if not self._stopping:
             self._say(f"worker pool: {signal.Signals(signum).name}, stopping "
-                       f"{sum(1 for c in self.children if c.pid)} worker process(es)")
+                      f"{sum(1 for c in self.children if c.pid)} worker process(es)")
         self.stop()
 
     def _start(self, child: Child) -> None:
@@ -196,7 +196,7 @@ class ProcessPool:
             return
         if now - self._born < self._early:
             self._say(f"worker pool: worker process {child.index} {_describe(status)} at "
-                       "start; stopping the pool")
+                      "start; stopping the pool")
             self._code = code
             self.stop()
             return
@@ -230,8 +230,8 @@ class ProcessPool:
                 fresh = False
                 if not child.stale_told:
                     self._say(f"worker pool: worker process {child.index} (pid {child.pid}) "
-                               f"looks stuck: {why}; the pool's liveness file is no longer "
-                               "touched, so `--check` fails")
+                              f"looks stuck: {why}; the pool's liveness file is no longer "
+                              "touched, so `--check` fails")
                 child.stale_told = True
             else:
                 child.stale_told = False
