@@ -77,7 +77,7 @@ W_CLAIM = "worker: claim (create-only record)"
 W_EXPAND = "worker: expand inputs"
 W_ANNOUNCE = "worker: heartbeat announce"
 W_GATE = "worker: gate check (state read, cached)"
-W_MKDTEMP = "worker: workdir mkdir"
+W_WORKDIR = "worker: workdir mkdir"
 W_CONTEXT = "worker: task context (inputs file, env)"
 W_TRACKER_INIT = "worker: attempt tracker init"
 W_TRACKER_START = "worker: tracker start (deferred capture and record)"
@@ -115,7 +115,7 @@ BG_FLUSH = "coordinator flush (outbox, index)"
 BG_SWEEP = "coordinator sweep"
 OUTSIDE = "(no phase: start-up, monitor, controls)"
 
-ORDER = [W_RECEIVE, W_DECODE, W_CLAIM, W_EXPAND, W_ANNOUNCE, W_GATE, W_MKDTEMP, W_CONTEXT,
+ORDER = [W_RECEIVE, W_DECODE, W_CLAIM, W_EXPAND, W_ANNOUNCE, W_GATE, W_WORKDIR, W_CONTEXT,
          W_TRACKER_INIT, W_TRACKER_START, W_PROCESSOR, W_RUN_PROCESS, W_SPAWN, W_WAIT,
          W_PUBLISH, W_TRACKER_END, W_LOG_FINISH, W_LOG_PUT, W_SEND, W_DELETE,
          W_EXECUTE, W_HANDLE, C_RECEIVE, C_DECODE, C_GROUP, C_READ, C_ETAG, C_APPLY, C_WRITE,
@@ -417,7 +417,7 @@ def install(rec: Recorder, role: str) -> None:
         wrap(W, "_announce", W_ANNOUNCE)
         wrap(gate.Gate, "check", W_GATE)
         wrap(W, "_context", W_CONTEXT)
-        wrap(w_runtime, "new_workdir", W_MKDTEMP)
+        wrap(w_runtime, "new_workdir", W_WORKDIR)
         wrap(w_workdirs, "_remove_known", BG_RMTREE, keyed=False)
         T = attempt_tracking.AttemptTracker
         wrap(T, "__init__", W_TRACKER_INIT)

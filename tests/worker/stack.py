@@ -115,7 +115,6 @@ def wait_file(path: Path, deadline_s: float = 30.0) -> str:
     return eventually(probe, f"{path} to be written", deadline_s)
 
 
-
 def run_gpu_probes(stack: Stack, queue: str, count: int = 4) -> dict[str, dict[str, Any]]:
     """Run ``count`` tasks of ``scripts/slots.py`` on ``queue`` to completion; what each
     recorded (its devices and those of the tasks that ran beside it), by task name. Fails

@@ -103,6 +103,7 @@ class ProcessPool:
         self._tick = tick_s
         self._stopping = False
         self._code = 0
+        self._born = 0.0
 
     def run(self) -> int:
         """Start the children and keep them until a signal or their own ends; the status
